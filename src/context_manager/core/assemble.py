@@ -1,0 +1,327 @@
+"""`context::assemble`: fit a history into the target model's usable input budget.
+
+Pass order (each pass keeps the per-message size memo exact, so the running total always equals
+a from-scratch count of what would be returned):
+
+1. resolve the model and compute ``usable``;
+2. build the model-facing view (custom messages removed, request indices remembered);
+3. media normalization of the view;
+4. render the system prompt (base + optional previous-summary section), count everything:
+   ``initial_token_count``;
+5. per-result cap (unless the effective ``max_result_tokens`` is 0);
+6. normal prune (unless ``allow_prune`` is false);
+7. compaction, when over budget and ``allow_compaction`` is not false (see ``compaction_step``);
+8. emergency reduction, when still over budget;
+9. ``context/overflow`` when still over budget, else the response.
+
+Compaction hand-over
+--------------------
+``compaction_step`` calls ``core.inline_compaction.try_compact(request, deps)`` when that module
+exists and ``deps.summarizer`` is set; otherwise compaction is unavailable and the call falls
+through to emergency reduction exactly as with a busy lease or a failed summariser.
+
+``request`` is a :class:`CompactionRequest`:
+
+* ``view``: the model-facing message list after media normalization, cap and prune (canonical
+  dicts; custom messages already removed);
+* ``sizes``: ``sizes[i]`` is the estimate of ``view[i]``;
+* ``view_to_orig``: ``view_to_orig[i]`` is the request index of ``view[i]``;
+* ``request_messages``: the decoded request list as received (customs included, images not
+  normalized): what the default lease key hashes;
+* ``lease_key``: ``options.lease_key`` verbatim, or ``None`` for the default key;
+* ``base_system_prompt``: the request's ``system_prompt`` as given (``None`` when absent);
+* ``previous_summary``: ``options.previous_summary`` (the anchor of an update-mode summary);
+* ``system_prompt``: the currently rendered system prompt (base trimmed + previous summary);
+* ``usable``: the usable budget (input budget of the summariser, base of the tail budget);
+* ``tail_turns``: ``options.tail_turns`` if given, else ``config.tail_turns``;
+* ``model``: the request's ``ModelInput``; ``estimator``: the estimator of this call;
+* ``config``: the configuration snapshot of this call.
+
+``try_compact`` returns ``None`` (nothing compacted: busy lease, nothing to summarise, whole-head
+selection, summariser failure) or an object with ``summary: str``, ``head_len: int`` (view
+messages summarised, ``0 < head_len < len(view)``), ``tail_start_view: int | None`` and
+``tokens_before: int`` (sum of ``sizes[:head_len]``). Assemble then re-renders the prompt with
+the new summary, drops the head from the view and the memo, and reports ``compacted``,
+``summary``, ``tail_start_index = view_to_orig[tail_start_view]``, ``tokens_before`` and
+``summarized_head_tokens``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..config.model import WorkerConfig
+from . import errors
+from .budget import default_reserved, usable_budget
+from .cap import cap_results
+from .emergency import emergency_reduce
+from .estimate import Estimator, by_role, estimator_for_model
+from .media import Capability, normalize_media
+from .prune import PruneParams, prune
+from .resolution import resolve_model
+from .results import Message
+from .types import ModelInput
+
+_INLINE_COMPACTION_MODULE = "context_manager.core.inline_compaction"
+
+# Unicode White_Space, the set the reference trims (not Python's str.strip set).
+_WHITE_SPACE = (
+    "\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+SUMMARY_HEADING = "# Conversation summary"
+
+
+@dataclass(frozen=True, slots=True)
+class AssembleOptions:
+    reserved_tokens: int | None = None
+    tail_turns: int | None = None
+    allow_compaction: bool | None = None
+    allow_prune: bool | None = None
+    protected_functions: tuple[str, ...] | None = None
+    max_result_tokens: int | None = None
+    request_overhead_tokens: int | None = None
+    thinking_level: str | None = None
+    lease_key: str | None = None
+    previous_summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AssembleRequest:
+    messages: list[Message]
+    model: ModelInput
+    system_prompt: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    parts: dict[str, str] | None = None
+    options: AssembleOptions = field(default_factory=AssembleOptions)
+
+
+class AssembleDeps(Protocol):
+    """What assemble needs from the call context (``handlers.context.HandlerContext`` fits)."""
+
+    config: WorkerConfig
+    resolver: Any
+    summarizer: Any
+    lease_store: Any
+    clock: Any
+    log: logging.Logger
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRequest:
+    view: list[Message]
+    sizes: list[int]
+    view_to_orig: list[int]
+    request_messages: list[Message]
+    lease_key: str | None
+    base_system_prompt: str | None
+    previous_summary: str | None
+    system_prompt: str
+    usable: int
+    tail_turns: int
+    model: ModelInput
+    estimator: Estimator
+    config: WorkerConfig
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    summary: str
+    head_len: int
+    tail_start_view: int | None
+    tokens_before: int
+
+
+def render_system_prompt(base: str | None, summary: str | None) -> str:
+    """The returned system prompt: base with trailing white space trimmed, then the summary section."""
+    trimmed = (base or "").rstrip(_WHITE_SPACE)
+    if summary is None:
+        return trimmed
+    if trimmed == "":
+        return f"{SUMMARY_HEADING}\n\n{summary}"
+    return f"{trimmed}\n\n{SUMMARY_HEADING}\n\n{summary}"
+
+
+def _capability(vision: str) -> Capability:
+    return vision if vision in ("vision", "text_only") else "unknown"  # type: ignore[return-value]
+
+
+@dataclass(slots=True)
+class _Context:
+    """The working state of one call; ``total`` is the size of what would be returned now."""
+
+    view: list[Message]
+    sizes: list[int]
+    view_to_orig: list[int]
+    system_prompt: str
+    prompt_tokens: int
+    tools_tokens: int
+    overhead_tokens: int
+
+    def total(self) -> int:
+        return sum(self.sizes) + self.prompt_tokens + self.tools_tokens + self.overhead_tokens
+
+
+async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, Any]:
+    """Run the whole pipeline; returns the response record (keys in record order)."""
+    config = deps.config
+    options = request.options
+    resolved = await resolve_model(request.model, deps.resolver, config, deps.log)
+    reserved = (
+        options.reserved_tokens
+        if options.reserved_tokens is not None
+        else default_reserved(resolved.context_window, config)
+    )
+    usable = usable_budget(resolved, reserved, options.thinking_level)
+    estimator = estimator_for_model(request.model.id, config)
+
+    view: list[Message] = []
+    view_to_orig: list[int] = []
+    for index, message in enumerate(request.messages):
+        if message["role"] != "custom":
+            view.append(message)
+            view_to_orig.append(index)
+    view = normalize_media(view, _capability(resolved.vision))
+
+    system_prompt = render_system_prompt(request.system_prompt, options.previous_summary)
+    tools = request.tools or []
+    state = _Context(
+        view=view,
+        sizes=[estimator.message(m) for m in view],
+        view_to_orig=view_to_orig,
+        system_prompt=system_prompt,
+        prompt_tokens=estimator.text(system_prompt),
+        tools_tokens=sum(estimator.function(tool) for tool in tools),
+        overhead_tokens=options.request_overhead_tokens or 0,
+    )
+    applied: dict[str, Any] = {
+        "initial_token_count": state.total(),
+        "pruned": False,
+        "pruned_tokens": 0,
+        "capped_parts": 0,
+        "capped_tokens": 0,
+        "compacted": False,
+    }
+
+    threshold = (
+        options.max_result_tokens
+        if options.max_result_tokens is not None
+        else config.max_result_tokens
+    )
+    if threshold > 0:
+        capped = cap_results(state.view, state.sizes, threshold, estimator)
+        state.view, state.sizes = capped.messages, capped.sizes
+        applied["capped_parts"] = capped.stats.capped_parts
+        applied["capped_tokens"] = capped.stats.capped_tokens
+        if capped.stats.capped_parts:
+            deps.log.info(
+                "assemble: capped %d oversized function result(s), %d tokens",
+                capped.stats.capped_parts,
+                capped.stats.capped_tokens,
+            )
+
+    if options.allow_prune is not False:
+        params = PruneParams(
+            protect_recent_tokens=config.protect_recent_tokens,
+            decay_user_turns=config.decay_user_turns,
+            protected_user_turns=config.protected_user_turns,
+            min_free_tokens=config.min_free_tokens,
+            max_output_chars=config.max_output_chars,
+            protected_functions=options.protected_functions or (),
+        )
+        pruned = prune(state.view, params, estimator, state.sizes)
+        state.view, state.sizes = pruned.messages, pruned.sizes or []
+        applied["pruned"] = pruned.stats.pruned_parts > 0
+        applied["pruned_tokens"] = pruned.stats.pruned_tokens
+
+    if state.total() > usable and options.allow_compaction is not False:
+        outcome = await compaction_step(
+            CompactionRequest(
+                view=list(state.view),
+                sizes=list(state.sizes),
+                view_to_orig=list(state.view_to_orig),
+                request_messages=request.messages,
+                lease_key=options.lease_key,
+                base_system_prompt=request.system_prompt,
+                previous_summary=options.previous_summary,
+                system_prompt=state.system_prompt,
+                usable=usable,
+                tail_turns=(
+                    options.tail_turns if options.tail_turns is not None else config.tail_turns
+                ),
+                model=request.model,
+                estimator=estimator,
+                config=config,
+            ),
+            deps,
+        )
+        if outcome is not None:
+            _apply_compaction(state, outcome, request.system_prompt, estimator, applied)
+
+    token_count = state.total()
+    if token_count > usable:
+        reduced = emergency_reduce(state.view, state.sizes, token_count - usable, estimator)
+        state.view, state.sizes = reduced.messages, reduced.sizes
+        applied["pruned"] = applied["pruned"] or reduced.stats.pruned_parts > 0
+        applied["pruned_tokens"] += reduced.stats.pruned_tokens
+        token_count = state.total()
+
+    if token_count > usable:
+        raise errors.overflow(token_count, usable)
+
+    breakdown: dict[str, Any] = {
+        "system_prompt_tokens": state.prompt_tokens,
+        "tools_tokens": state.tools_tokens,
+        "by_role": by_role(state.view, state.sizes),
+    }
+    if request.parts is not None:
+        breakdown["by_part"] = {
+            name: estimator.text(text) for name, text in sorted(request.parts.items())
+        }
+    breakdown["estimator"] = estimator.kind
+    return {
+        "system_prompt": state.system_prompt,
+        "messages": state.view,
+        "token_count": token_count,
+        "usable": usable,
+        "effective_max_output_tokens": resolved.max_output_tokens,
+        "model_resolved": resolved.provenance,
+        "applied": applied,
+        "breakdown": breakdown,
+    }
+
+
+def _apply_compaction(
+    state: _Context,
+    outcome: Any,
+    base_system_prompt: str | None,
+    estimator: Estimator,
+    applied: dict[str, Any],
+) -> None:
+    head_len = outcome.head_len
+    state.system_prompt = render_system_prompt(base_system_prompt, outcome.summary)
+    state.prompt_tokens = estimator.text(state.system_prompt)
+    state.view = state.view[head_len:]
+    state.sizes = state.sizes[head_len:]
+    tail_start = outcome.tail_start_view
+    applied["compacted"] = True
+    applied["summary"] = outcome.summary
+    applied["tail_start_index"] = None if tail_start is None else state.view_to_orig[tail_start]
+    applied["tokens_before"] = outcome.tokens_before
+    applied["summarized_head_tokens"] = outcome.tokens_before
+    state.view_to_orig = state.view_to_orig[head_len:]
+
+
+async def compaction_step(request: CompactionRequest, deps: AssembleDeps) -> Any:
+    """Inline compaction when it is available; ``None`` means "not compacted this call"."""
+    if deps.summarizer is None:
+        return None
+    if importlib.util.find_spec(_INLINE_COMPACTION_MODULE) is None:
+        return None
+    inline_compaction = importlib.import_module(_INLINE_COMPACTION_MODULE)
+    return await inline_compaction.try_compact(request, deps)

@@ -1,0 +1,163 @@
+"""The per-result cap: an unconditional ceiling on the size of any single function result.
+
+A result whose result tokens exceed the threshold keeps roughly 90% of the threshold as a
+head (60%) and a tail (40%) of its text around a marker naming what was cut; every non-text
+block of that result is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import codec
+from .estimate import Estimator
+from .results import (
+    Block,
+    Message,
+    len8,
+    resolve_inline_function_ids,
+    result_tokens,
+    text_block,
+    text_of,
+    with_block,
+    with_content,
+)
+
+UNRESOLVED_NAME = "the function"
+# Large details on a capped result are replaced: they travel between workers, not to the model.
+MAX_CAPPED_DETAILS_BYTES = 2048
+_FALLBACK_MARKERS = ("[cap]", "\u2026", "")
+
+
+@dataclass(frozen=True, slots=True)
+class CapStats:
+    capped_parts: int = 0
+    capped_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CapResult:
+    messages: list[Message]
+    sizes: list[int]
+    stats: CapStats
+
+
+def full_marker(tokens: int, name: str) -> str:
+    return (
+        f"\n[\u2026result capped: was ~{tokens} tokens; middle omitted; "
+        f"re-call {name} with narrower arguments if the omitted middle is needed]\n"
+    )
+
+
+def choose_marker(tokens: int, name: str, threshold: int, estimator: Estimator) -> str:
+    """The first marker, longest first, whose own estimate fits within the threshold."""
+    for marker in (full_marker(tokens, name), *_FALLBACK_MARKERS):
+        if estimator.text(marker) <= threshold:
+            return marker
+    return ""
+
+
+def _floor_boundary(data: bytes, index: int) -> int:
+    if index >= len(data):
+        return len(data)
+    while index > 0 and (data[index] & 0xC0) == 0x80:
+        index -= 1
+    return index
+
+
+def _ceil_boundary(data: bytes, index: int) -> int:
+    if index >= len(data):
+        return len(data)
+    while index < len(data) and (data[index] & 0xC0) == 0x80:
+        index += 1
+    return index
+
+
+def capped_text(text: str, tokens: int, threshold: int, marker: str) -> str:
+    """Head + marker + tail of `text`, cut on byte budgets and moved onto character boundaries."""
+    data = text.encode("utf-8")
+    size = len(data)
+    target = (size * threshold * 9) // (tokens * 10)
+    keep = max(0, target - len8(marker))
+    head_budget = (keep * 6) // 10
+    tail_budget = keep - head_budget
+    head_end = _floor_boundary(data, head_budget)
+    tail_start = max(_ceil_boundary(data, max(0, size - tail_budget)), head_end)
+    return data[:head_end].decode("utf-8") + marker + data[tail_start:].decode("utf-8")
+
+
+def _cap_content(
+    content: list[Block], name: str, threshold: int, estimator: Estimator
+) -> tuple[list[Block], int] | None:
+    """The capped content and the pre-cap result tokens, or None when within the threshold."""
+    tokens = result_tokens(content, estimator)
+    if tokens <= threshold:
+        return None
+    marker = choose_marker(tokens, name, threshold, estimator)
+    return [text_block(capped_text(text_of(content), tokens, threshold, marker))], tokens
+
+
+def _is_denied_envelope(details: Any) -> bool:
+    return isinstance(details, dict) and details.get("status") == "denied"
+
+
+def _capped_details(details: Any, tokens: int) -> Any:
+    if _is_denied_envelope(details) or len(codec.dumps(details)) <= MAX_CAPPED_DETAILS_BYTES:
+        return details
+    return {"context_capped": {"original_estimated_tokens": tokens}}
+
+
+def cap_results(
+    messages: list[Message], sizes: list[int], threshold: int, estimator: Estimator
+) -> CapResult:
+    """Cap every result over `threshold`, oldest to newest; returns new lists.
+
+    `sizes` is the per-message estimate memo; every rewritten host message is re-estimated.
+    A threshold of 0 disables the pass.
+    """
+    capped = list(messages)
+    new_sizes = list(sizes)
+    if threshold == 0:
+        return CapResult(capped, new_sizes, CapStats())
+    function_ids = resolve_inline_function_ids(messages)
+    parts_total = 0
+    tokens_total = 0
+    for index, message in enumerate(messages):
+        rewritten, parts = _cap_message(index, message, function_ids, threshold, estimator)
+        if parts == 0:
+            continue
+        capped[index] = rewritten
+        before = new_sizes[index]
+        new_sizes[index] = estimator.message(rewritten)
+        tokens_total += max(0, before - new_sizes[index])
+        parts_total += parts
+    return CapResult(capped, new_sizes, CapStats(parts_total, tokens_total))
+
+
+def _cap_message(
+    index: int,
+    message: Message,
+    function_ids: dict[tuple[int, int], str],
+    threshold: int,
+    estimator: Estimator,
+) -> tuple[Message, int]:
+    if message["role"] == "function_result":
+        outcome = _cap_content(message["content"], message["function_id"], threshold, estimator)
+        if outcome is None:
+            return message, 0
+        content, tokens = outcome
+        rewritten = with_content(message, content)
+        rewritten["details"] = _capped_details(message["details"], tokens)
+        return rewritten, 1
+    parts = 0
+    for block_index, block in enumerate(message["content"]):
+        if block["type"] != "function_result":
+            continue
+        name = function_ids.get((index, block_index), UNRESOLVED_NAME)
+        outcome = _cap_content(block["content"], name, threshold, estimator)
+        if outcome is None:
+            continue
+        message = with_block(message, block_index, with_content(block, outcome[0]))
+        parts += 1
+    return message, parts

@@ -1,0 +1,180 @@
+"""Normal pruning: old or verbose function outputs become a one-line placeholder.
+
+Shared by `context::prune` and `context::assemble`. Outputs are scanned newest to oldest,
+subject to recent-turn protection, a newest-outputs token window, protected functions,
+verbosity or age eligibility, and an all-or-nothing minimum net saving. Messages and blocks
+are never removed; only an output's content is replaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from .estimate import Estimator
+from .results import (
+    Block,
+    Message,
+    is_real_user_turn,
+    len8,
+    resolve_inline_function_ids,
+    result_tokens,
+    text_block,
+    text_of,
+    with_block,
+    with_content,
+)
+
+_PLACEHOLDER_PREFIX = "[output of "
+_PLACEHOLDER_MIDDLE = " pruned: was ~"
+_PLACEHOLDER_SUFFIX = " tokens; re-call it if still needed]"
+_U64_MAX = 2**64 - 1
+
+# A message-level output is located by its message index; an inline one by (message, block).
+Location = Union[int, tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class PruneParams:
+    protect_recent_tokens: int = 40000
+    decay_user_turns: int = 0
+    protected_user_turns: int = 2
+    min_free_tokens: int = 20000
+    max_output_chars: int = 2000
+    protected_functions: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneStats:
+    pruned_tokens: int = 0
+    pruned_parts: int = 0
+    scanned_parts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    messages: list[Message]
+    sizes: list[int] | None
+    stats: PruneStats
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    location: Location
+    tokens: int
+    function_id: str
+
+
+def placeholder(function_id: str, tokens: int) -> str:
+    return f"{_PLACEHOLDER_PREFIX}{function_id}{_PLACEHOLDER_MIDDLE}{tokens}{_PLACEHOLDER_SUFFIX}"
+
+
+def is_canonical_placeholder(content: list[Block], function_id: str) -> bool:
+    """True when `content` is exactly our own placeholder for `function_id`, number canonical."""
+    if len(content) != 1 or content[0]["type"] != "text":
+        return False
+    text = content[0]["text"]
+    prefix = f"{_PLACEHOLDER_PREFIX}{function_id}{_PLACEHOLDER_MIDDLE}"
+    if not (text.startswith(prefix) and text.endswith(_PLACEHOLDER_SUFFIX)):
+        return False
+    if len(text) < len(prefix) + len(_PLACEHOLDER_SUFFIX):
+        return False
+    number = text[len(prefix) : len(text) - len(_PLACEHOLDER_SUFFIX)]
+    if not number or not number.isascii() or not number.isdigit():
+        return False
+    value = int(number)
+    # Re-rendering rejects leading zeros and any other non-canonical spelling.
+    return value <= _U64_MAX and placeholder(function_id, value) == text
+
+
+def _set_content(messages: list[Message], location: Location, content: list[Block]) -> int:
+    """Replace the output at `location` in `messages`; returns the host message index."""
+    if isinstance(location, int):
+        messages[location] = with_content(messages[location], content)
+        return location
+    message_index, block_index = location
+    host = messages[message_index]
+    block = host["content"][block_index]
+    messages[message_index] = with_block(host, block_index, with_content(block, content))
+    return message_index
+
+
+def prune(
+    messages: list[Message],
+    params: PruneParams,
+    estimator: Estimator,
+    sizes: list[int] | None = None,
+) -> PruneResult:
+    """Run the pass over `messages`; returns new lists (the inputs are not modified).
+
+    When a size memo is given, every rewritten host message is re-estimated into it.
+    """
+    function_ids = resolve_inline_function_ids(messages)
+    scanned = 0
+    window = 0
+    user_turns = 0
+    queue: list[_Candidate] = []
+    decay_on = params.decay_user_turns > 0
+
+    def consider(location: Location, message: Message, function_id: str, content: list[Block]) -> None:
+        nonlocal scanned, window
+        if function_id in params.protected_functions:
+            return
+        tokens = result_tokens(content, estimator)
+        scanned += 1
+        window += tokens
+        if window <= params.protect_recent_tokens:
+            return
+        if decay_on and is_canonical_placeholder(content, function_id):
+            return
+        verbose = len8(text_of(content)) > params.max_output_chars
+        aged = decay_on and user_turns >= params.decay_user_turns
+        if not verbose and not aged:
+            return
+        if not verbose and not _replacement_shrinks(message, location, function_id, tokens, estimator):
+            return
+        queue.append(_Candidate(location, tokens, function_id))
+
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if is_real_user_turn(message):
+            user_turns += 1
+            continue
+        if user_turns < params.protected_user_turns:
+            continue
+        if message["role"] == "function_result":
+            consider(index, message, message["function_id"], message["content"])
+            continue
+        blocks = message["content"]
+        for block_index in range(len(blocks) - 1, -1, -1):
+            block = blocks[block_index]
+            if block["type"] != "function_result":
+                continue
+            function_id = function_ids.get((index, block_index))
+            if function_id is None:
+                continue
+            consider((index, block_index), message, function_id, block["content"])
+
+    net = sum(
+        max(0, c.tokens - estimator.text(placeholder(c.function_id, c.tokens))) for c in queue
+    )
+    pruned = list(messages)
+    new_sizes = None if sizes is None else list(sizes)
+    if net < params.min_free_tokens:
+        return PruneResult(pruned, new_sizes, PruneStats(0, 0, scanned))
+    for candidate in queue:
+        content = [text_block(placeholder(candidate.function_id, candidate.tokens))]
+        host = _set_content(pruned, candidate.location, content)
+        if new_sizes is not None:
+            new_sizes[host] = estimator.message(pruned[host])
+    return PruneResult(pruned, new_sizes, PruneStats(net, len(queue), scanned))
+
+
+def _replacement_shrinks(
+    message: Message, location: Location, function_id: str, tokens: int, estimator: Estimator
+) -> bool:
+    """Would replacing this output alone make its whole host message strictly smaller?"""
+    probe = [message]
+    local = 0 if isinstance(location, int) else (0, location[1])
+    _set_content(probe, local, [text_block(placeholder(function_id, tokens))])
+    return estimator.message(probe[0]) < estimator.message(message)

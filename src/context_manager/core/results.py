@@ -1,0 +1,89 @@
+"""What a function result contains and who produced it.
+
+Shared by the cap, prune and emergency passes and by media normalization:
+the text and image count of a result's content, its size in result tokens,
+the "real user turn" test, and the resolution of an inline result's function
+id from the calls that precede it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .estimate import IMAGE_TOKEN_BUDGET, Estimator
+
+Message = dict[str, Any]
+Block = dict[str, Any]
+# (message index, top-level block index) of an inline result block.
+InlineLocation = tuple[int, int]
+
+
+def len8(text: str) -> int:
+    """Length in UTF-8 bytes: the unit of every "chars" knob of the reduction passes."""
+    return len(text.encode("utf-8"))
+
+
+def text_of(blocks: list[Block]) -> str:
+    """Top-level text blocks joined with a newline; every other block adds nothing."""
+    return "\n".join(block["text"] for block in blocks if block["type"] == "text")
+
+
+def image_count(blocks: list[Block]) -> int:
+    """Images at the top level plus, recursively, inside nested function_result blocks."""
+    count = 0
+    for block in blocks:
+        if block["type"] == "image":
+            count += 1
+        elif block["type"] == "function_result":
+            count += image_count(block["content"])
+    return count
+
+
+def result_tokens(blocks: list[Block], estimator: Estimator) -> int:
+    """Size of a result's content as the passes measure it (text plus image allowances)."""
+    return estimator.text(text_of(blocks)) + IMAGE_TOKEN_BUDGET * image_count(blocks)
+
+
+def has_inline_result(message: Message) -> bool:
+    return any(block["type"] == "function_result" for block in message["content"])
+
+
+def is_real_user_turn(message: Message) -> bool:
+    """A user message that does not wrap function results starts a real user turn."""
+    return message["role"] == "user" and not has_inline_result(message)
+
+
+def resolve_inline_function_ids(messages: list[Message]) -> dict[InlineLocation, str]:
+    """Map each inline result block to the function id of the latest preceding call with its id.
+
+    Calls are read from top-level function_call blocks of any role, oldest first; a call that
+    only appears after the result does not resolve it. Unresolved blocks are absent from the map.
+    """
+    calls: dict[str, str] = {}
+    resolved: dict[InlineLocation, str] = {}
+    for message_index, message in enumerate(messages):
+        for block_index, block in enumerate(message["content"]):
+            kind = block["type"]
+            if kind == "function_call":
+                calls[block["id"]] = block["function_id"]
+            elif kind == "function_result":
+                function_id = calls.get(block["function_call_id"])
+                if function_id is not None:
+                    resolved[(message_index, block_index)] = function_id
+    return resolved
+
+
+def with_content(message_or_block: dict[str, Any], content: list[Block]) -> dict[str, Any]:
+    """A copy whose `content` is replaced; the key order is unchanged."""
+    return {**message_or_block, "content": content}
+
+
+def with_block(message: Message, block_index: int, block: Block) -> Message:
+    """A copy of `message` whose top-level block `block_index` is replaced."""
+    content = list(message["content"])
+    content[block_index] = block
+    return with_content(message, content)
+
+
+def text_block(text: str) -> Block:
+    return {"type": "text", "text": text}

@@ -1,0 +1,58 @@
+"""`context::assemble`: decode the request, run the pipeline, answer (spec 02 §7, §9).
+
+Options that are absent or null fall back to the worker configuration (``max_result_tokens``,
+``tail_turns``) or to the documented defaults (``allow_prune`` and ``allow_compaction`` true,
+``request_overhead_tokens`` 0, no protected functions). The prune thresholds are configuration
+only: assemble's options do not carry them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_manager.core import types as t
+from context_manager.core.assemble import AssembleOptions, AssembleRequest, assemble
+from context_manager.core.errors import invalid_request
+from context_manager.handlers.context import HandlerContext
+from context_manager.handlers.prune import function_ids, usize
+
+FUNCTION_ID = "context::assemble"
+
+_OPTIONS = {
+    "reserved_tokens": t.FieldSpec(t.u64),
+    "tail_turns": t.FieldSpec(usize),
+    "allow_compaction": t.FieldSpec(t.boolean),
+    "allow_prune": t.FieldSpec(t.boolean),
+    "protected_functions": t.FieldSpec(function_ids),
+    "max_result_tokens": t.FieldSpec(t.u64),
+    "request_overhead_tokens": t.FieldSpec(t.u64),
+    "thinking_level": t.FieldSpec(t.enum_of(t.THINKING_LEVELS)),
+    "lease_key": t.FieldSpec(t.string),
+    "previous_summary": t.FieldSpec(t.string),
+}
+
+
+def decode_options(value: Any) -> AssembleOptions:
+    return AssembleOptions(**t.decode_struct(value, "AssembleOptions", _OPTIONS))
+
+
+_REQUEST = {
+    "messages": t.FieldSpec(t.decode_messages),
+    "model": t.FieldSpec(t.decode_model_input, required=True),
+    "system_prompt": t.FieldSpec(t.string),
+    "tools": t.FieldSpec(t.decode_tools),
+    "parts": t.FieldSpec(t.string_map),
+    "options": t.FieldSpec(decode_options, default=AssembleOptions()),
+}
+
+
+def decode_request(payload: Any) -> AssembleRequest:
+    """Decode and check the request; raises DecodeError or `messages is required`."""
+    fields = t.decode_struct(payload, "AssembleRequest", _REQUEST)
+    if fields["messages"] is None:
+        raise invalid_request()
+    return AssembleRequest(**fields)
+
+
+async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
+    return await assemble(decode_request(payload), ctx)
