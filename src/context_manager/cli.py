@@ -1,0 +1,139 @@
+"""Command line: the worker (`context-manager [--url] [--config] [--manifest]`) and
+`context-manager call <function_id>` (one in-process call, no engine)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any, Sequence
+
+import orjson
+
+DEFAULT_URL = "ws://127.0.0.1:49134"
+_LEVELS = {"trace": "DEBUG", "debug": "DEBUG", "info": "INFO", "warn": "WARNING",
+           "warning": "WARNING", "error": "ERROR", "off": "CRITICAL"}
+
+
+def configure_logging() -> None:
+    """Logs go to stderr; `RUST_LOG` or `LOG_LEVEL` holding a bare level overrides INFO."""
+    raw = (os.environ.get("LOG_LEVEL") or os.environ.get("RUST_LOG") or "info").strip().lower()
+    level = _LEVELS.get(raw, "INFO")
+    logging.basicConfig(stream=sys.stderr, level=level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def resolve_url(flag: str | None) -> str:
+    """`--url` wins, then a non-empty `III_URL`, then the local engine's default port."""
+    if flag:
+        return flag
+    return os.environ.get("III_URL") or DEFAULT_URL
+
+
+def _usage_error(message: str) -> int:
+    sys.stderr.write(f"context-manager: {message}\n")
+    return 2
+
+
+def _read_config_file(path: str) -> Any:
+    from context_manager.config.seed import load_seed_file
+
+    return load_seed_file(path)
+
+
+def run_call(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="context-manager call",
+                                     description="Run one function in-process and print its JSON result.")
+    parser.add_argument("function_id")
+    parser.add_argument("--input", help="read the JSON payload from this file instead of stdin")
+    parser.add_argument("--config", help="configuration file (YAML), as for the worker")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 2 if exc.code else 0
+
+    from context_manager.api import UnknownFunction, build_context, call_async
+    from context_manager.core.codec import dumps_wire, loads
+    from context_manager.core.errors import CallError, ContextManagerError
+    from context_manager.handlers.registry import FUNCTIONS
+
+    if args.function_id not in FUNCTIONS:
+        return _usage_error(f"unknown function id {args.function_id!r}; known: {', '.join(FUNCTIONS)}")
+    try:
+        if args.input:
+            with open(args.input, "rb") as fh:
+                raw = fh.read()
+        else:
+            raw = sys.stdin.buffer.read()
+    except OSError as exc:
+        return _usage_error(f"cannot read {args.input}: {exc.strerror or exc}")
+    try:
+        config = _read_config_file(args.config) if args.config else None
+    except OSError as exc:
+        return _usage_error(f"cannot read {args.config}: {exc.strerror or exc}")
+    except Exception as exc:  # invalid configuration content
+        return _usage_error(str(exc))
+
+    import anyio
+
+    try:
+        ctx = build_context(config, None) if config is not None else build_context(_defaults(), None)
+        payload = loads(raw)
+        result = anyio.run(call_async, args.function_id, payload, ctx)
+    except ContextManagerError as exc:
+        return _fail(exc.code, exc.wire_message)
+    except CallError as exc:
+        return _fail(exc.code, exc.message)
+    except UnknownFunction:  # pragma: no cover - checked above
+        return _usage_error(f"unknown function id {args.function_id!r}")
+    except Exception as exc:
+        logging.getLogger("context_manager").exception("unexpected failure")
+        return _fail("invocation_failed", f"internal error: {exc}")
+    sys.stdout.buffer.write(dumps_wire(result) + b"\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _defaults() -> Any:
+    from context_manager.config.model import DEFAULT_CONFIG
+
+    return DEFAULT_CONFIG
+
+
+def _fail(code: str, message: str) -> int:
+    sys.stderr.buffer.write(orjson.dumps({"code": code, "message": message}) + b"\n")
+    sys.stderr.flush()
+    return 1
+
+
+def run_worker_command(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="context-manager",
+                                     description="context-manager worker for the iii engine.")
+    parser.add_argument("--url", help="engine WebSocket URL (default: $III_URL or %s)" % DEFAULT_URL)
+    parser.add_argument("--config", help="seed configuration file (YAML), used only when no value is stored")
+    parser.add_argument("--manifest", action="store_true", help="print the worker manifest JSON and exit")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 2 if exc.code else 0
+    if args.manifest:
+        from context_manager.manifest import manifest_json
+
+        sys.stdout.write(manifest_json() + "\n")
+        return 0
+    from context_manager.worker import run_worker
+
+    return run_worker(resolve_url(args.url), args.config)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    configure_logging()
+    if argv and argv[0] == "call":
+        return run_call(argv[1:])
+    return run_worker_command(argv)
+
+
+def entry() -> None:  # pragma: no cover - console script shim
+    sys.exit(main())

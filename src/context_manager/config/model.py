@@ -1,0 +1,38 @@
+"""The worker configuration record: every key, its type and its default (spec 04 §2.1)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    reserved_tokens_cap: int = 20000
+    reserved_pct: int = 10
+    tail_turns: int = 2
+    protect_recent_tokens: int = 40000
+    decay_user_turns: int = 0
+    protected_user_turns: int = 2
+    min_free_tokens: int = 20000
+    max_output_chars: int = 2000
+    max_result_tokens: int = 20000
+    lease_ttl_secs: int = 300
+    allow_fallback_limits: bool = True
+    summarizer_timeout_ms: int = 320000
+    lease_dir: str = "data/context-manager"
+    # Documented additions to the 1.1.6 record; their defaults keep the original's behaviour
+    # except `user_less_compaction` (see README "Behaviour beyond 1.1.6").
+    overflow_fallback: str = "error"
+    estimator: str = "heuristic"
+    user_less_compaction: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def key_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+DEFAULT_CONFIG = WorkerConfig()

@@ -1,0 +1,116 @@
+"""JSON codec with the original worker's byte-exact rules (spec 01 §2).
+
+Token estimates, lease keys and emergency hashes are all taken over the compact serialization
+the original writes itself, so the bytes here are a contract:
+
+* typed records keep their declaration order (callers build dicts in that order);
+* free-form values carry sorted keys (``canonical_free_form`` sorts them once at decoding);
+* floats use the original's layout (``1e+16``, ``1e-7``, ``0.00001``), which differs from
+  orjson's own float text, so every free-form float is stored as an ``orjson.Fragment``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from context_manager.core.errors import DecodeError
+
+Fragment = orjson.Fragment
+
+_U64_MAX = (1 << 64) - 1
+_I64_MIN = -(1 << 63)
+
+
+def dumps(value: Any) -> bytes:
+    """Compact serialization in the order the dicts were built (typed records first-class)."""
+    return orjson.dumps(value)
+
+
+def dumps_wire(value: Any) -> bytes:
+    """A response as the engine SDK sends it: every object's keys sorted."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse a payload the way the original's JSON reader does.
+
+    Integers beyond the 64-bit ranges become floats, non-finite numbers and lone surrogates are
+    rejected. ``-0`` arrives as integer 0: an accepted divergence (spec 01 §2.6).
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if not data.strip():
+        raise DecodeError("EOF while parsing a value at line 1 column 0")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(str(exc)) from None
+
+
+def format_float(x: float) -> str:
+    """The original's shortest round-trip float text (spec 01 §2.3)."""
+    if x == 0.0:
+        return "-0.0" if str(x).startswith("-") else "0.0"
+    sign = "-" if x < 0 else ""
+    text = repr(abs(x))
+    if "e" in text:
+        mantissa, _, exp_text = text.partition("e")
+        exponent = int(exp_text)
+    else:
+        mantissa, exponent = text, 0
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = (int_part + frac_part).lstrip("0")
+    # exponent of the first significant digit
+    if int_part.strip("0"):
+        exponent += len(int_part.lstrip("0")) - 1
+    else:
+        exponent -= len(frac_part) - len(frac_part.lstrip("0")) + 1
+    digits = digits.rstrip("0") or "0"
+    n = len(digits)
+    if -5 <= exponent <= 15:
+        if n - 1 <= exponent:
+            body = digits + "0" * (exponent - n + 1) + ".0"
+        elif exponent >= 0:
+            body = digits[: exponent + 1] + "." + digits[exponent + 1 :]
+        else:
+            body = "0." + "0" * (-exponent - 1) + digits
+    else:
+        body = digits[0] + ("." + digits[1:] if n > 1 else "")
+        body += "e" + ("+" if exponent >= 0 else "-") + str(abs(exponent))
+    return sign + body
+
+
+def float_fragment(x: float) -> Fragment:
+    if x != x or x in (float("inf"), float("-inf")):
+        raise DecodeError("number out of range")
+    return Fragment(format_float(x).encode())
+
+
+def canonical_free_form(value: Any) -> Any:
+    """Normalise a free-form JSON value: sorted keys at every depth, reference float text."""
+    if isinstance(value, str) or value is None or value is True or value is False:
+        return value
+    if isinstance(value, dict):
+        if not value:
+            return {}
+        return {key: canonical_free_form(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [canonical_free_form(item) for item in value]
+    if isinstance(value, int):
+        if _I64_MIN <= value <= _U64_MAX:
+            return value
+        return float_fragment(float(value))
+    if isinstance(value, float):
+        return float_fragment(value)
+    if isinstance(value, Fragment):
+        return value
+    raise DecodeError(f"invalid type: {type(value).__name__}, expected any valid JSON value")
+
+
+def utf8_len(text: str) -> int:
+    """Length in UTF-8 bytes; ASCII strings skip the encode."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))

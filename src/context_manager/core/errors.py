@@ -1,0 +1,85 @@
+"""Error types and their wire rendering.
+
+Two failure layers reach a caller (spec 01 §4):
+* decoding failures, rendered ``serialization error: <decoder message>``;
+* handler failures, rendered ``handler error: <code>: <message>``.
+Both travel with the envelope code ``invocation_failed``.
+"""
+
+from __future__ import annotations
+
+INVOCATION_FAILED = "invocation_failed"
+
+INVALID_REQUEST = "context/invalid_request"
+MODEL_UNRESOLVED = "context/model_unresolved"
+STATE = "context/state"
+OVERFLOW = "context/overflow"
+
+
+class ContextManagerError(Exception):
+    """Base class of every failure a function can report to its caller."""
+
+    code: str = INVOCATION_FAILED
+
+    @property
+    def wire_message(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def envelope(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.wire_message}
+
+
+class DecodeError(ContextManagerError):
+    """The payload does not decode into the function's typed request."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+    @property
+    def wire_message(self) -> str:
+        return f"serialization error: {self.detail}"
+
+
+class HandlerError(ContextManagerError):
+    """A rule of the function itself rejected the request."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+    @property
+    def text(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+    @property
+    def wire_message(self) -> str:
+        return f"handler error: {self.text}"
+
+
+def invalid_request() -> HandlerError:
+    return HandlerError(INVALID_REQUEST, "messages is required")
+
+
+def model_unresolved(reason: str) -> HandlerError:
+    return HandlerError(MODEL_UNRESOLVED, f"could not resolve model limits ({reason})")
+
+
+def overflow(token_count: int, usable: int) -> HandlerError:
+    return HandlerError(
+        OVERFLOW,
+        f"assembled context requires {token_count} tokens but usable budget is {usable}",
+    )
+
+
+class CallError(Exception):
+    """Raised by :func:`context_manager.call`; carries the envelope an engine caller would get."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}

@@ -1,0 +1,94 @@
+"""Token estimation (spec 01 §5).
+
+The heuristic counts ``floor(bytes / 4)`` of a message's compact serialization, as the provider
+would receive it: image data does not count (each image costs a flat allowance instead) and the
+``details`` of a function result never reach the provider unless they carry a denial.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Protocol
+
+import orjson
+
+from context_manager.config.model import WorkerConfig
+from context_manager.core.codec import utf8_len
+
+IMAGE_TOKEN_BUDGET = 4096
+_NULL_LEN = 4  # len(b"null")
+
+
+class Estimator(Protocol):
+    kind: str
+
+    def message(self, m: dict[str, Any]) -> int: ...
+
+    def text(self, s: str) -> int: ...
+
+    def function(self, f: dict[str, Any]) -> int: ...
+
+
+def is_denied(details: Any) -> bool:
+    """A denial envelope is shown to the model, so it is the one `details` that counts."""
+    return type(details) is dict and details.get("status") == "denied"
+
+
+def _image_adjustment(blocks: list[dict[str, Any]]) -> tuple[int, int]:
+    """(bytes of image data to discount, number of images) at any depth of inline results."""
+    discount = 0
+    images = 0
+    for block in blocks:
+        kind = block["type"]
+        if kind == "image":
+            images += 1
+            discount += len(orjson.dumps(block["data"])) - 2
+        elif kind == "function_result":
+            d, n = _image_adjustment(block["content"])
+            discount += d
+            images += n
+    return discount, images
+
+
+def message_view_bytes(m: dict[str, Any]) -> tuple[int, int]:
+    """(serialized bytes of the estimator's view of ``m``, number of images in it)."""
+    size = len(orjson.dumps(m))
+    if m["role"] == "function_result":
+        details = m["details"]
+        if details is not None and not is_denied(details):
+            size += _NULL_LEN - len(orjson.dumps(details))
+    discount, images = _image_adjustment(m["content"])
+    return size - discount, images
+
+
+class HeuristicEstimator:
+    kind = "heuristic"
+
+    def message(self, m: dict[str, Any]) -> int:
+        size, images = message_view_bytes(m)
+        return size // 4 + IMAGE_TOKEN_BUDGET * images
+
+    def text(self, s: str) -> int:
+        return utf8_len(s) // 4
+
+    def function(self, f: dict[str, Any]) -> int:
+        return len(orjson.dumps(f)) // 4
+
+
+HEURISTIC = HeuristicEstimator()
+
+
+def estimator_for_model(model_id: str, config: WorkerConfig | None = None) -> Estimator:
+    """The estimator used for every count of a call on ``model_id``."""
+    return HEURISTIC
+
+
+def empty_by_role() -> dict[str, int]:
+    return {"user": 0, "assistant": 0, "function_result": 0, "custom": 0}
+
+
+def by_role(messages: Iterable[dict[str, Any]], sizes: Iterable[int]) -> dict[str, int]:
+    """Partition precomputed per-message estimates by role."""
+    buckets = empty_by_role()
+    for m, size in zip(messages, sizes):
+        buckets[m["role"]] += size
+    return buckets

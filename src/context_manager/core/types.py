@@ -1,0 +1,448 @@
+"""Decoding of wire values into canonical dicts (spec 01 §3, §4.4).
+
+A decoded message or block is a dict whose insertion order is the original's declaration order,
+with optional members omitted, defaults filled and unknown members dropped, so that
+``codec.dumps`` reproduces the original's serialization byte for byte.
+
+Error texts follow the original's decoder. When several members are wrong, the original reports
+the first one in ascending key order, then missing required members; decoders here succeed in
+declaration order and, only when something fails, walk the keys again in sorted order to name
+the same first failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+from context_manager.core.codec import Fragment, canonical_free_form, float_fragment
+from context_manager.core.errors import DecodeError
+
+ROLES = ("user", "assistant", "function_result", "custom")
+STOP_REASONS = ("end", "length", "function_call", "aborted", "error")
+ERROR_KINDS = ("auth_expired", "rate_limited", "context_overflow", "transient", "permanent")
+THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
+EXECUTION_MODES = ("parallel", "sequential")
+BLOCK_TYPES = ("text", "image", "file", "thinking", "function_call", "function_result")
+
+_U64_MAX = (1 << 64) - 1
+_I64_MIN = -(1 << 63)
+_I64_MAX = (1 << 63) - 1
+
+Decoder = Callable[[Any], Any]
+
+
+# --- describing unexpected values the way the original's decoder does ---------------------
+
+
+def _float_text(x: float) -> str:
+    if x.is_integer() and abs(x) < 1e17:
+        return f"{int(x)}.0"
+    return repr(x)
+
+
+def unexpected(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return f"boolean `{'true' if value else 'false'}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{_float_text(value)}`"
+    if isinstance(value, Fragment):
+        return "floating point"
+    if isinstance(value, str):
+        return 'string "' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "sequence"
+    if isinstance(value, dict):
+        return "map"
+    return "value"
+
+
+def invalid_type(value: Any, expected: str) -> DecodeError:
+    return DecodeError(f"invalid type: {unexpected(value)}, expected {expected}")
+
+
+def missing_field(name: str) -> DecodeError:
+    return DecodeError(f"missing field `{name}`")
+
+
+def unknown_variant(value: str, allowed: tuple[str, ...]) -> DecodeError:
+    listed = ", ".join(f"`{v}`" for v in allowed)
+    return DecodeError(f"unknown variant `{value}`, expected one of {listed}")
+
+
+# --- primitive decoders ---------------------------------------------------------------------
+
+
+def u64(value: Any) -> int:
+    if type(value) is int:
+        if 0 <= value <= _U64_MAX:
+            return value
+        raise DecodeError(f"invalid value: integer `{value}`, expected u64")
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        raise DecodeError("number out of range")
+    raise invalid_type(value, "u64")
+
+
+def i64(value: Any) -> int:
+    if type(value) is int:
+        if _I64_MIN <= value <= _I64_MAX:
+            return value
+        raise DecodeError(f"invalid value: integer `{value}`, expected i64")
+    raise invalid_type(value, "i64")
+
+
+def f64(value: Any) -> Fragment:
+    """The one typed float (`usage.cost_usd`): any number, re-emitted as a float."""
+    if type(value) is int or type(value) is float:
+        return float_fragment(float(value))
+    if isinstance(value, Fragment):
+        return value
+    raise invalid_type(value, "f64")
+
+
+def boolean(value: Any) -> bool:
+    if value is True or value is False:
+        return value
+    raise invalid_type(value, "a boolean")
+
+
+def string(value: Any) -> str:
+    if type(value) is str:
+        return value
+    raise invalid_type(value, "a string")
+
+
+def free_form(value: Any) -> Any:
+    return canonical_free_form(value)
+
+
+def enum_value(value: Any, allowed: tuple[str, ...]) -> str:
+    if type(value) is str:
+        if value in allowed:
+            return value
+        raise unknown_variant(value, allowed)
+    raise invalid_type(value, "variant identifier")
+
+
+def enum_of(allowed: tuple[str, ...]) -> Decoder:
+    return lambda value: enum_value(value, allowed)
+
+
+def sequence(item: Decoder) -> Decoder:
+    def decode(value: Any) -> list[Any]:
+        if type(value) is not list:
+            raise invalid_type(value, "a sequence")
+        return [item(v) for v in value]
+
+    return decode
+
+
+def string_map(value: Any) -> dict[str, str]:
+    if type(value) is not dict:
+        raise invalid_type(value, "a map")
+    for key in sorted(value):
+        string(value[key])
+    return {key: value[key] for key in sorted(value)}
+
+
+def optional(decoder: Decoder) -> Decoder:
+    """Null and absent mean "none" (for use inside sequences or as a top-level value)."""
+    return lambda value: None if value is None else decoder(value)
+
+
+# --- structs --------------------------------------------------------------------------------
+
+
+class FieldSpec(NamedTuple):
+    decoder: Decoder
+    required: bool = False
+    default: Any = None
+    # For optional members null means absent; a few defaulted booleans reject an explicit null.
+    null_is_absent: bool = True
+
+
+_ABSENT = object()
+
+
+def decode_struct(value: Any, type_name: str, fields: dict[str, FieldSpec]) -> dict[str, Any]:
+    """Decode an object against ``fields``; the result has every field (absent -> default)."""
+    if type(value) is not dict:
+        raise invalid_type(value, f"struct {type_name}")
+    try:
+        return _decode_fields(value, fields)
+    except DecodeError:
+        _explain_struct(value, fields)
+        raise
+
+
+def _decode_fields(value: dict[str, Any], fields: dict[str, FieldSpec]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    get = value.get
+    for name, spec in fields.items():
+        raw = get(name, _ABSENT)
+        if raw is _ABSENT:
+            if spec.required:
+                raise missing_field(name)
+            out[name] = spec.default
+        elif raw is None and spec.null_is_absent and not spec.required:
+            out[name] = spec.default
+        else:
+            out[name] = spec.decoder(raw)
+    return out
+
+
+def _explain_struct(value: dict[str, Any], fields: dict[str, FieldSpec]) -> None:
+    """Raise the failure the original reports first: sorted present keys, then missing ones."""
+    for name in sorted(value):
+        spec = fields.get(name)
+        if spec is None:
+            continue
+        raw = value[name]
+        if raw is None and spec.null_is_absent and not spec.required:
+            continue
+        spec.decoder(raw)
+    for name, spec in fields.items():
+        if spec.required and name not in value:
+            raise missing_field(name)
+
+
+# --- content blocks -------------------------------------------------------------------------
+
+
+def _tag(value: Any, tag: str, enum_name: str, allowed: tuple[str, ...]) -> str:
+    if type(value) is not dict:
+        raise invalid_type(value, f"internally tagged enum {enum_name}")
+    if tag not in value:
+        raise missing_field(tag)
+    return enum_value(value[tag], allowed)
+
+
+_TEXT = {"text": FieldSpec(string, required=True)}
+_IMAGE = {
+    "mime": FieldSpec(string, required=True),
+    "data": FieldSpec(string, required=True),
+    "attachment_id": FieldSpec(string),
+}
+_FILE = {
+    "attachment_id": FieldSpec(string, required=True),
+    "name": FieldSpec(string, required=True),
+    "mime": FieldSpec(string, required=True),
+    "size": FieldSpec(u64, required=True),
+}
+_THINKING = {"text": FieldSpec(string, required=True), "signature": FieldSpec(string)}
+_CALL = {
+    "id": FieldSpec(string, required=True),
+    "function_id": FieldSpec(string, required=True),
+    "arguments": FieldSpec(free_form),
+}
+
+
+def decode_block(value: Any) -> dict[str, Any]:
+    kind = _tag(value, "type", "ContentBlock", BLOCK_TYPES)
+    if kind == "text":
+        text = value.get("text", _ABSENT)
+        if type(text) is str:  # the common case, decided without the generic walker
+            return {"type": "text", "text": text}
+        f = decode_struct(value, "text", _TEXT)
+        return {"type": "text", "text": f["text"]}
+    if kind == "function_call":
+        f = decode_struct(value, "function_call", _CALL)
+        return {"type": "function_call", "id": f["id"], "function_id": f["function_id"],
+                "arguments": f["arguments"]}
+    if kind == "thinking":
+        f = decode_struct(value, "thinking", _THINKING)
+        out = {"type": "thinking", "text": f["text"]}
+        if f["signature"] is not None:
+            out["signature"] = f["signature"]
+        return out
+    if kind == "image":
+        f = decode_struct(value, "image", _IMAGE)
+        out = {"type": "image", "mime": f["mime"], "data": f["data"]}
+        if f["attachment_id"] is not None:
+            out["attachment_id"] = f["attachment_id"]
+        return out
+    if kind == "function_result":
+        f = decode_struct(value, "function_result", _INLINE_RESULT)
+        out = {"type": "function_result", "function_call_id": f["function_call_id"],
+               "content": f["content"]}
+        if f["is_error"] is not None:
+            out["is_error"] = f["is_error"]
+        return out
+    f = decode_struct(value, "file", _FILE)
+    return {"type": "file", "attachment_id": f["attachment_id"], "name": f["name"],
+            "mime": f["mime"], "size": f["size"]}
+
+
+def decode_blocks(value: Any) -> list[dict[str, Any]]:
+    if type(value) is not list:
+        raise invalid_type(value, "a sequence")
+    return [decode_block(v) for v in value]
+
+
+_INLINE_RESULT = {
+    "function_call_id": FieldSpec(string, required=True),
+    "content": FieldSpec(decode_blocks, required=True),
+    "is_error": FieldSpec(boolean),
+}
+
+
+# --- messages -------------------------------------------------------------------------------
+
+_USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+_USAGE = {name: FieldSpec(u64) for name in _USAGE_FIELDS}
+_USAGE["cost_usd"] = FieldSpec(f64)
+
+
+def decode_usage(value: Any) -> dict[str, Any]:
+    f = decode_struct(value, "Usage", _USAGE)
+    return {k: v for k, v in f.items() if v is not None}
+
+
+_USER = {"content": FieldSpec(decode_blocks, required=True), "timestamp": FieldSpec(i64, required=True)}
+_ASSISTANT = {
+    "content": FieldSpec(decode_blocks, required=True),
+    "stop_reason": FieldSpec(enum_of(STOP_REASONS), required=True),
+    "native_stop_reason": FieldSpec(string),
+    "error_message": FieldSpec(string),
+    "error_kind": FieldSpec(enum_of(ERROR_KINDS)),
+    "warnings": FieldSpec(sequence(string)),
+    "usage": FieldSpec(decode_usage),
+    "model": FieldSpec(string, required=True),
+    "provider": FieldSpec(string, required=True),
+    "timestamp": FieldSpec(i64, required=True),
+}
+_FUNCTION_RESULT = {
+    "function_call_id": FieldSpec(string, required=True),
+    "function_id": FieldSpec(string, required=True),
+    "content": FieldSpec(decode_blocks, required=True),
+    "details": FieldSpec(free_form),
+    "is_error": FieldSpec(boolean, default=False, null_is_absent=False),
+    "timestamp": FieldSpec(i64, required=True),
+}
+_CUSTOM = {
+    "custom_type": FieldSpec(string, required=True),
+    "content": FieldSpec(decode_blocks, required=True),
+    "display": FieldSpec(string),
+    "details": FieldSpec(free_form),
+    "timestamp": FieldSpec(i64, required=True),
+}
+_OPTIONAL_ASSISTANT = ("native_stop_reason", "error_message", "error_kind", "warnings", "usage")
+
+
+def decode_message(value: Any) -> dict[str, Any]:
+    role = _tag(value, "role", "AgentMessage", ROLES)
+    if role == "user":
+        f = decode_struct(value, "user", _USER)
+        return {"role": "user", "content": f["content"], "timestamp": f["timestamp"]}
+    if role == "assistant":
+        f = decode_struct(value, "assistant", _ASSISTANT)
+        out: dict[str, Any] = {"role": "assistant", "content": f["content"],
+                               "stop_reason": f["stop_reason"]}
+        for name in _OPTIONAL_ASSISTANT:
+            if f[name] is not None:
+                out[name] = f[name]
+        out["model"] = f["model"]
+        out["provider"] = f["provider"]
+        out["timestamp"] = f["timestamp"]
+        return out
+    if role == "function_result":
+        f = decode_struct(value, "function_result", _FUNCTION_RESULT)
+        return {"role": "function_result", "function_call_id": f["function_call_id"],
+                "function_id": f["function_id"], "content": f["content"],
+                "details": f["details"], "is_error": f["is_error"],
+                "timestamp": f["timestamp"]}
+    f = decode_struct(value, "custom", _CUSTOM)
+    out = {"role": "custom", "custom_type": f["custom_type"], "content": f["content"]}
+    if f["display"] is not None:
+        out["display"] = f["display"]
+    if f["details"] is not None:
+        out["details"] = f["details"]
+    out["timestamp"] = f["timestamp"]
+    return out
+
+
+def decode_messages(value: Any) -> list[dict[str, Any]]:
+    if type(value) is not list:
+        raise invalid_type(value, "a sequence")
+    return [decode_message(v) for v in value]
+
+
+# --- tools, models --------------------------------------------------------------------------
+
+_FUNCTION = {
+    "name": FieldSpec(string, required=True),
+    "description": FieldSpec(string, required=True),
+    "parameters": FieldSpec(free_form),
+    "label": FieldSpec(string),
+    "execution_mode": FieldSpec(enum_of(EXECUTION_MODES)),
+}
+
+
+def decode_function(value: Any) -> dict[str, Any]:
+    f = decode_struct(value, "AgentFunction", _FUNCTION)
+    out = {"name": f["name"], "description": f["description"], "parameters": f["parameters"]}
+    if f["label"] is not None:
+        out["label"] = f["label"]
+    if f["execution_mode"] is not None:
+        out["execution_mode"] = f["execution_mode"]
+    return out
+
+
+decode_tools = sequence(decode_function)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimits:
+    context_window: int
+    max_output_tokens: int
+    input_limit: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"context_window": self.context_window,
+                               "max_output_tokens": self.max_output_tokens}
+        if self.input_limit is not None:
+            out["input_limit"] = self.input_limit
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInput:
+    id: str
+    provider: str | None = None
+    limits: ModelLimits | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if self.provider is not None:
+            out["provider"] = self.provider
+        if self.limits is not None:
+            out["limits"] = self.limits.to_dict()
+        return out
+
+
+_LIMITS = {
+    "context_window": FieldSpec(u64, required=True),
+    "max_output_tokens": FieldSpec(u64, required=True),
+    "input_limit": FieldSpec(u64),
+}
+
+
+def decode_limits(value: Any) -> ModelLimits:
+    f = decode_struct(value, "ModelLimits", _LIMITS)
+    return ModelLimits(f["context_window"], f["max_output_tokens"], f["input_limit"])
+
+
+_MODEL_INPUT = {
+    "id": FieldSpec(string, required=True),
+    "provider": FieldSpec(string),
+    "limits": FieldSpec(decode_limits),
+}
+
+
+def decode_model_input(value: Any) -> ModelInput:
+    f = decode_struct(value, "ModelInput", _MODEL_INPUT)
+    return ModelInput(f["id"], f["provider"], f["limits"])

@@ -1,0 +1,23 @@
+"""What a handler needs besides its payload: the per-call snapshot of the world."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.ports import Clock, ModelResolver, SystemClock
+
+
+@dataclass(slots=True)
+class HandlerContext:
+    config: WorkerConfig = DEFAULT_CONFIG
+    resolver: ModelResolver | None = None
+    summarizer: Any = None  # core.ports_compaction.Summarizer
+    lease_store: Any = None  # core.ports_compaction.LeaseStore
+    clock: Clock = field(default_factory=SystemClock)
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("context_manager"))
+    # Effects of the internal functions (engine wiring); None where not applicable.
+    model_cache: Any = None
+    on_config_change: Any = None

@@ -1,0 +1,62 @@
+"""The standalone `call` command: exact stdout, error objects on stderr, exit statuses."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HELLO = {"role": "user", "content": [{"type": "text", "text": "hello"}], "timestamp": 1}
+
+
+def run(args, stdin: bytes = b""):
+    return subprocess.run([sys.executable, "-m", "context_manager", *args], input=stdin,
+                          capture_output=True, timeout=60)
+
+
+def test_count_tokens_prints_the_exact_wire_json():
+    proc = run(["call", "context::count-tokens"], json.dumps({"model": {"id": "m"}, "messages": [HELLO]}).encode())
+    assert proc.returncode == 0
+    assert proc.stdout == b'{"by_role":{"assistant":0,"custom":0,"function_result":0,"user":18},"estimator":"heuristic","tokens":18}\n'
+
+
+def test_input_file_is_read_instead_of_stdin(tmp_path):
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps({"model": {"id": "m"}, "messages": []}))
+    proc = run(["call", "context::count-tokens", "--input", str(path)])
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["tokens"] == 0
+
+
+@pytest.mark.parametrize(
+    "stdin, message",
+    [
+        (b"{not json", None),
+        (b"", None),
+        (json.dumps({"messages": []}).encode(), "serialization error: missing field `model`"),
+        (json.dumps({"model": {"id": "m"}, "messages": [{"role": "wizard"}]}).encode(),
+         "serialization error: unknown variant `wizard`, expected one of `user`, `assistant`, `function_result`, `custom`"),
+        (json.dumps({"model": {"id": "m"}, "messages": [{**HELLO, "timestamp": "1"}]}).encode(),
+         'serialization error: invalid type: string "1", expected i64'),
+        (json.dumps({"model": {"id": "m"}}).encode(), "handler error: context/invalid_request: messages is required"),
+    ],
+)
+def test_failures_print_one_error_object_and_exit_1(stdin, message):
+    proc = run(["call", "context::count-tokens"], stdin)
+    assert proc.returncode == 1
+    assert proc.stdout == b""
+    lines = proc.stderr.decode().strip().splitlines()
+    error = json.loads(lines[-1])
+    assert set(error) == {"code", "message"}
+    assert error["code"] == "invocation_failed"
+    if message is None:
+        assert error["message"].startswith("serialization error: ")
+    else:
+        assert error["message"] == message
+    assert "Traceback" not in proc.stderr.decode()
+
+
+def test_usage_errors_exit_2():
+    assert run(["call", "context::nope"], b"{}").returncode == 2
+    assert run(["call"], b"{}").returncode == 2
+    assert run(["call", "context::count-tokens", "--input", "/nonexistent/file.json"]).returncode == 2
