@@ -1,0 +1,394 @@
+"""WebSocket client of the iii engine: registrations, invocations both ways, reconnects.
+
+The client keeps every registration in memory and replays it on each new connection, because the
+engine forgets a worker's functions and bindings when its socket drops. Calls made while the socket
+is down are queued and sent after the replay; they are never failed by a disconnect, only by their
+own timeout (the behaviour of the official SDKs).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import random
+import traceback
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from context_manager.core.errors import ContextManagerError
+from context_manager.engine import protocol
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+DEFAULT_TIMEOUT_MS = 30_000
+OUTBOX_LIMIT = 1000
+
+
+class RemoteError(Exception):
+    """A call answered with an error body, timed out, or was cut short by shutdown."""
+
+    def __init__(self, code: str, message: str, function_id: str = "") -> None:
+        super().__init__(f"remote error ({code}): {message}")
+        self.code = code
+        self.message = message
+        self.function_id = function_id
+
+
+class RegistrationRejected(Exception):
+    """The engine refused this worker's name; the client stops for good."""
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Reconnect delays: ``min(initial * multiplier**attempt, max) ± jitter``."""
+
+    initial_ms: int = 250
+    multiplier: float = 2.0
+    max_ms: int = 5_000
+    jitter: float = 0.2
+
+    def delay_seconds(self, attempt: int) -> float:
+        base = min(self.initial_ms * self.multiplier**attempt, self.max_ms)
+        spread = base * self.jitter
+        return max(0.0, base + random.uniform(-spread, spread)) / 1000.0
+
+
+@dataclass(slots=True)
+class _Function:
+    handler: Handler
+    frame: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Pending:
+    function_id: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    frame: dict[str, Any] | None = None
+
+
+def worker_metadata(name: str, version: str) -> dict[str, Any]:
+    """The `engine::workers::register` payload describing this process."""
+    return {
+        "runtime": "python",
+        "version": version,
+        "name": name,
+        "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
+        "pid": os.getpid(),
+    }
+
+
+class EngineClient:
+    def __init__(
+        self,
+        url: str,
+        metadata: dict[str, Any],
+        *,
+        backoff: Backoff = Backoff(),
+        log: logging.Logger | None = None,
+    ) -> None:
+        self.url = url
+        self.metadata = metadata
+        self.backoff = backoff
+        self.log = log or logging.getLogger("context_manager.engine")
+        self.worker_id: str | None = None
+        self._reattach_token: str | None = None
+        self._previous: tuple[str, str] | None = None
+        self._functions: dict[str, _Function] = {}
+        self._triggers: dict[str, dict[str, Any]] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._outbox: deque[str] = deque(maxlen=OUTBOX_LIMIT)
+        self._ws: ClientConnection | None = None
+        self._send_lock = anyio.Lock()
+        self._connected = anyio.Event()
+        self._stopped = anyio.Event()
+        self._closing = False
+        self._failure: BaseException | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self.connections = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        """Connect, serve and reconnect until :meth:`close`; raises if the engine rejects us."""
+        try:
+            async with anyio.create_task_group() as task_group:
+                self._task_group = task_group
+                await self._connection_loop()
+                task_group.cancel_scope.cancel()
+        finally:
+            self._task_group = None
+            self._fail_pending(protocol.SHUTDOWN, "client shut down")
+            self._stopped.set()
+        if self._failure is not None:
+            raise self._failure
+
+    async def close(self) -> None:
+        """Stop reconnecting, close the socket and fail calls still waiting."""
+        self._closing = True
+        ws = self._ws
+        if ws is not None:
+            await ws.close()
+        self._fail_pending(protocol.SHUTDOWN, "client shut down")
+
+    async def wait_connected(self) -> None:
+        await self._connected.wait()
+
+    @property
+    def is_connected(self) -> bool:
+        return self._ws is not None and self._connected.is_set()
+
+    async def _connection_loop(self) -> None:
+        attempt = 0
+        while not self._closing:
+            try:
+                async with connect(
+                    self.url,
+                    max_size=protocol.MAX_MESSAGE_BYTES,
+                    open_timeout=10,
+                    ping_interval=20,
+                    ping_timeout=20,
+                    compression=None,
+                ) as ws:
+                    attempt = 0
+                    await self._on_open(ws)
+                    await self._read_loop(ws)
+            except RegistrationRejected as exc:
+                self._failure = exc
+                self._closing = True
+            except (OSError, TimeoutError, InvalidHandshake, InvalidURI, ConnectionClosed) as exc:
+                self.log.debug("engine connection failed: %s", exc)
+            finally:
+                self._on_lost()
+            if self._closing:
+                return
+            delay = self.backoff.delay_seconds(attempt)
+            attempt += 1
+            self.log.info("reconnecting to the engine in %.2fs", delay)
+            await anyio.sleep(delay)
+
+    async def _on_open(self, ws: ClientConnection) -> None:
+        # Replay under the send lock so a registration made meanwhile is either part of the
+        # replay or sent after it, never lost.
+        async with self._send_lock:
+            self.connections += 1
+            if self._previous is not None:
+                await ws.send(protocol.encode(protocol.reattach(*self._previous)))
+            for function in list(self._functions.values()):
+                await ws.send(protocol.encode(function.frame))
+            for trigger in list(self._triggers.values()):
+                await ws.send(protocol.encode(trigger))
+            while self._outbox:
+                await ws.send(self._outbox.popleft())
+            register = protocol.invoke(protocol.WORKERS_REGISTER, self.metadata, void=True)
+            await ws.send(protocol.encode(register))
+            self._ws = ws
+            self._connected.set()
+        self.log.info("connected to the engine at %s", self.url)
+
+    def _on_lost(self) -> None:
+        if self._ws is not None:
+            self.log.warning("engine connection lost")
+        self._ws = None
+        if self._connected.is_set():
+            self._connected = anyio.Event()
+        if self.worker_id is not None and self._reattach_token is not None:
+            self._previous = (self.worker_id, self._reattach_token)
+
+    # ------------------------------------------------------------------ registrations
+
+    async def register_function(
+        self,
+        function_id: str,
+        handler: Handler,
+        *,
+        description: str | None = None,
+        request_format: Any = None,
+        response_format: Any = None,
+        metadata: Any = None,
+    ) -> None:
+        frame = protocol.register_function(
+            function_id, description, request_format, response_format, metadata
+        )
+        async with self._send_lock:
+            self._functions[function_id] = _Function(handler, frame)
+            await self._send_if_connected(frame)
+
+    async def register_trigger(self, trigger_type: str, function_id: str, config: Any) -> str:
+        trigger_id = str(uuid.uuid4())
+        frame = protocol.register_trigger(trigger_id, trigger_type, function_id, config)
+        async with self._send_lock:
+            self._triggers[trigger_id] = frame
+            await self._send_if_connected(frame)
+        return trigger_id
+
+    @property
+    def function_ids(self) -> list[str]:
+        return list(self._functions)
+
+    # ------------------------------------------------------------------ outbound calls
+
+    async def invoke(
+        self,
+        function_id: str,
+        payload: Any,
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        namespace: str | None = None,
+    ) -> Any:
+        """Call a function anywhere on the bus and wait for its result.
+
+        Raises :class:`RemoteError` with the callee's code and message, ``TIMEOUT`` after
+        ``timeout_ms``, or ``SHUTDOWN`` when the client closes first.
+        """
+        if self._closing:
+            raise RemoteError(protocol.SHUTDOWN, "client shut down", function_id)
+        invocation_id = str(uuid.uuid4())
+        pending = _Pending(function_id)
+        self._pending[invocation_id] = pending
+        try:
+            await self._send(protocol.invoke(function_id, payload, invocation_id, namespace))
+            with anyio.move_on_after(max(timeout_ms, 0) / 1000.0):
+                await pending.done.wait()
+        finally:
+            self._pending.pop(invocation_id, None)
+        reply = pending.frame
+        if reply is None:
+            raise RemoteError(
+                protocol.TIMEOUT, f"invocation timed out after {timeout_ms}ms", function_id
+            )
+        error = protocol.error_body(reply)
+        if error is not None:
+            raise RemoteError(error[0], error[1], function_id)
+        return reply.get("result")
+
+    async def _send(self, frame: dict[str, Any] | str) -> None:
+        text = frame if isinstance(frame, str) else protocol.encode(frame)
+        async with self._send_lock:
+            if not await self._send_if_connected(text):
+                self._outbox.append(text)
+
+    async def _send_if_connected(self, frame: dict[str, Any] | str) -> bool:
+        ws = self._ws
+        if ws is None:
+            return False
+        text = frame if isinstance(frame, str) else protocol.encode(frame)
+        try:
+            await ws.send(text)
+        except ConnectionClosed:
+            return False
+        return True
+
+    def _fail_pending(self, code: str, message: str) -> None:
+        for pending in list(self._pending.values()):
+            if not pending.done.is_set():
+                pending.frame = protocol.error_result("", pending.function_id, code, message)
+                pending.done.set()
+
+    # ------------------------------------------------------------------ inbound frames
+
+    async def _read_loop(self, ws: ClientConnection) -> None:
+        try:
+            async for message in ws:
+                try:
+                    frame = protocol.decode(message)
+                except protocol.PayloadError as exc:
+                    await self._refuse_payload(exc)
+                    continue
+                except protocol.FrameError as exc:
+                    self.log.warning("ignoring an engine frame: %s", exc)
+                    continue
+                await self._dispatch(frame)
+        except ConnectionClosed:
+            pass
+
+    async def _dispatch(self, frame: dict[str, Any]) -> None:
+        kind = frame["type"]
+        if kind == protocol.INVOKE_FUNCTION:
+            assert self._task_group is not None
+            self._task_group.start_soon(self._serve, frame)
+        elif kind == protocol.INVOCATION_RESULT:
+            pending = self._pending.get(str(frame.get("invocation_id")))
+            if pending is not None and not pending.done.is_set():
+                pending.frame = frame
+                pending.done.set()
+        elif kind == protocol.WORKER_REGISTERED:
+            self.worker_id = frame.get("worker_id")
+            self._reattach_token = frame.get("reattach_token")
+        elif kind == protocol.PING:
+            await self._send({"type": protocol.PONG})
+        elif kind == protocol.REGISTRATION_REJECTED:
+            if frame.get("code") == "WORKER_NAMESPACE_CONFLICT":
+                self.log.error("the engine rejected worker name %r", frame.get("worker_name"))
+                raise RegistrationRejected(f"worker name conflict: {frame.get('worker_name')}")
+            self.log.warning(
+                "the engine refused function %s (%s)", frame.get("function_id"), frame.get("code")
+            )
+        elif kind == protocol.TRIGGER_REGISTRATION_RESULT:
+            if frame.get("error") is not None:
+                self.log.warning(
+                    "trigger binding %s for %s failed: %s",
+                    frame.get("trigger_type"),
+                    frame.get("function_id"),
+                    frame.get("error"),
+                )
+
+    async def _refuse_payload(self, exc: protocol.PayloadError) -> None:
+        frame = exc.frame
+        invocation_id = frame.get("invocation_id")
+        if frame["type"] == protocol.INVOKE_FUNCTION and isinstance(invocation_id, str):
+            await self._send(
+                protocol.error_result(
+                    invocation_id,
+                    str(frame.get("function_id")),
+                    protocol.INVOCATION_FAILED,
+                    f"serialization error: {exc.detail}",
+                )
+            )
+        else:
+            self.log.warning("ignoring an engine frame: %s", exc.detail)
+
+    async def _serve(self, frame: dict[str, Any]) -> None:
+        function_id = frame.get("function_id")
+        invocation_id = frame.get("invocation_id")
+        function = self._functions.get(function_id) if isinstance(function_id, str) else None
+        if function is None:
+            if isinstance(invocation_id, str):
+                await self._send(
+                    protocol.error_result(
+                        invocation_id,
+                        str(function_id),
+                        protocol.FUNCTION_NOT_FOUND,
+                        f"Function '{function_id}' not found",
+                    )
+                )
+            return
+        reply_to = str(invocation_id)
+        try:
+            value = await function.handler(frame.get("data"))
+            # Encoded here so that an unencodable result still gets an error reply.
+            reply = protocol.encode(protocol.result(reply_to, function_id, value))
+        except ContextManagerError as exc:
+            reply = protocol.encode(
+                protocol.error_result(reply_to, function_id, exc.code, exc.wire_message)
+            )
+        except Exception as exc:  # every failure answers; a caller never waits for a timeout
+            self.log.exception("function %s raised", function_id)
+            reply = protocol.encode(
+                protocol.error_result(
+                    reply_to,
+                    function_id,
+                    protocol.INVOCATION_FAILED,
+                    str(exc) or type(exc).__name__,
+                    traceback.format_exc(),
+                )
+            )
+        if isinstance(invocation_id, str):
+            await self._send(reply)

@@ -1,0 +1,95 @@
+"""A stand-in for llm-router: model budgets, `router::chat` streaming into a channel, and the
+`router::models::changed` trigger type."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from context_manager.engine.channels import ChannelRef, channel_url, write_channel
+
+MODELS_CHANGED = "router::models::changed"
+
+
+class RouterCallError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def assistant(text: str, model: str = "test-model") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end",
+        "model": model,
+        "provider": "fake",
+        "timestamp": 1767225601000,
+    }
+
+
+def stream_for(text: str, model: str = "test-model") -> list[str]:
+    """The frames a router writes for one answer: three deltas then `done`."""
+    third = max(1, len(text) // 3)
+    pieces = [text[:third], text[third : 2 * third], text[2 * third :]]
+    frames: list[str] = []
+    so_far = ""
+    for piece in pieces:
+        so_far += piece
+        frames.append(
+            json.dumps({"type": "text_delta", "partial": assistant(so_far, model), "delta": piece})
+        )
+    frames.append(json.dumps({"type": "done", "message": assistant(text, model)}))
+    return frames
+
+
+ChatScript = Callable[[dict[str, Any]], Awaitable[tuple[list[str | bytes], Any]]]
+
+
+@dataclass
+class FakeRouter:
+    """``summary`` is streamed for every chat; ``chat_script`` overrides it per call."""
+
+    engine_url: str = ""
+    budgets: dict[str, Any] = field(default_factory=dict)
+    summary: str = "Summary: all tests pass."
+    chat_script: ChatScript | None = None
+    chat_delay_s: float = 0.0
+    chat_calls: list[dict[str, Any]] = field(default_factory=list)
+    budget_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    functions = ("router::models::budget", "router::chat")
+
+    async def call(self, function_id: str, data: Any) -> Any:
+        if function_id == "router::models::budget":
+            return self._budget(data)
+        return await self._chat(data)
+
+    def _budget(self, data: Any) -> Any:
+        self.budget_calls.append(data)
+        model_id = data.get("id") if isinstance(data, dict) else None
+        return self.budgets.get(model_id)
+
+    async def _chat(self, data: Any) -> Any:
+        self.chat_calls.append(data)
+        try:
+            ref = ChannelRef.from_value(data.get("writer_ref"))
+        except Exception:
+            raise RouterCallError(
+                "router/invalid_request", "writer_ref (direction write) is required"
+            ) from None
+        if self.chat_script is not None:
+            frames, result = await self.chat_script(data)
+        else:
+            frames = list(stream_for(self.summary, str(data.get("model"))))
+            result = {"ok": True, "provider": "fake", "model": data.get("model"), "stop_reason": "end"}
+        if self.chat_delay_s:
+            await anyio.sleep(self.chat_delay_s)
+        if frames:
+            await write_channel(channel_url(self.engine_url, ref, "write"), frames)
+        return result
