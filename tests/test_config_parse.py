@@ -1,0 +1,230 @@
+"""Strict configuration parsing (spec 04 §2.1, §2.2) and the configuration schema (§2.4)."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.config.parse import (
+    U64_MAX,
+    ConfigError,
+    config_to_json,
+    defaults_object,
+    parse_config_value,
+)
+from context_manager.config.schema import config_schema
+from context_manager.core.codec import loads
+
+DEFAULTS_1_1_6 = {
+    "allow_fallback_limits": True,
+    "decay_user_turns": 0,
+    "lease_dir": "data/context-manager",
+    "lease_ttl_secs": 300,
+    "max_output_chars": 2000,
+    "max_result_tokens": 20000,
+    "min_free_tokens": 20000,
+    "protect_recent_tokens": 40000,
+    "protected_user_turns": 2,
+    "reserved_pct": 10,
+    "reserved_tokens_cap": 20000,
+    "summarizer_timeout_ms": 320000,
+    "tail_turns": 2,
+}
+EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "user_less_compaction": True}
+
+U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
+            "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
+USIZE_KEYS = ["tail_turns", "decay_user_turns", "protected_user_turns", "max_output_chars"]
+BOOL_KEYS = ["allow_fallback_limits", "user_less_compaction"]
+
+
+def parse_json(text: str) -> WorkerConfig:
+    return parse_config_value(loads(text))
+
+
+def rejection(value) -> str:
+    with pytest.raises(ConfigError) as err:
+        parse_config_value(value)
+    return str(err.value)
+
+
+# --- §2.1 defaults -----------------------------------------------------------------------
+
+
+def test_defaults_object_is_the_1_1_6_object_plus_the_documented_extensions():
+    assert defaults_object() == {**DEFAULTS_1_1_6, **EXTENSION_DEFAULTS}
+    assert list(defaults_object()) == sorted(defaults_object())
+
+
+def test_every_key_round_trips():
+    assert parse_config_value(config_to_json(DEFAULT_CONFIG)) == DEFAULT_CONFIG
+    custom = WorkerConfig(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, False, 11, "/tmp/leases", "drop_oldest", "auto", False)
+    assert parse_config_value(config_to_json(custom)) == custom
+
+
+# --- §2.2 worked examples ----------------------------------------------------------------
+
+
+def test_empty_object_gives_all_defaults():
+    assert parse_json("{}") == DEFAULT_CONFIG
+
+
+def test_partial_object_keeps_other_defaults():
+    got = parse_json('{"tail_turns": 5, "lease_dir": "/tmp/x"}')
+    assert got.tail_turns == 5
+    assert got.lease_dir == "/tmp/x"
+    assert got.summarizer_timeout_ms == 320000
+    assert got == WorkerConfig(tail_turns=5, lease_dir="/tmp/x")
+
+
+@pytest.mark.parametrize("text,detail", [
+    ('{"tail_turns": "nan"}', 'invalid type: string "nan", expected usize'),
+    ('"garbage"', 'invalid type: string "garbage", expected struct WorkerConfig'),
+    ('{"reserved_pct": -1}', "invalid value: integer `-1`, expected u64"),
+    ('{"reserved_pct": 10.0}', "invalid type: floating point `10.0`, expected u64"),
+    ('{"allow_fallback_limits": 1}', "invalid type: integer `1`, expected a boolean"),
+    ('{"tail_turns": null}', "invalid type: null, expected usize"),
+])
+def test_worked_rejections(text, detail):
+    with pytest.raises(ConfigError) as err:
+        parse_json(text)
+    assert str(err.value) == f"json parse: {detail}"
+    assert err.value.prefix == "json parse"
+
+
+def test_unknown_key_is_rejected():
+    message = rejection({"tail_truns": 3})
+    assert message.startswith("json parse: unknown field `tail_truns`")
+    assert "unknown field" in message
+
+
+@pytest.mark.parametrize("key", ["max_tokens", "Tail_turns", "lease-dir", ""])
+def test_any_other_key_is_rejected(key):
+    assert "unknown field" in rejection({key: 1})
+
+
+@pytest.mark.parametrize("value", [None, [], 0, 1.5, True, "x"])
+def test_non_object_values_are_rejected(value):
+    assert rejection(value).startswith("json parse: invalid type: ")
+
+
+@pytest.mark.parametrize("key", U64_KEYS + USIZE_KEYS)
+@pytest.mark.parametrize("bad", [None, -1, 1.0, 0.5, True, False, "1", [1], {"a": 1}, U64_MAX + 1])
+def test_integer_keys_reject(key, bad):
+    rejection({key: bad})
+
+
+@pytest.mark.parametrize("key", U64_KEYS + USIZE_KEYS)
+@pytest.mark.parametrize("good", [0, 1, U64_MAX])
+def test_integer_keys_accept_the_full_u64_range(key, good):
+    assert getattr(parse_config_value({key: good}), key) == good
+
+
+def test_no_upper_bounds_or_cross_field_checks():
+    got = parse_config_value({"reserved_pct": 150, "reserved_tokens_cap": 0, "lease_ttl_secs": 0})
+    assert (got.reserved_pct, got.reserved_tokens_cap, got.lease_ttl_secs) == (150, 0, 0)
+
+
+@pytest.mark.parametrize("key", BOOL_KEYS)
+@pytest.mark.parametrize("bad", [None, 0, 1, "true", [], 1.0])
+def test_boolean_keys_reject(key, bad):
+    rejection({key: bad})
+
+
+@pytest.mark.parametrize("key", BOOL_KEYS)
+def test_boolean_keys_accept_booleans(key):
+    assert getattr(parse_config_value({key: False}), key) is False
+    assert getattr(parse_config_value({key: True}), key) is True
+
+
+@pytest.mark.parametrize("bad", [None, 5, True, [], {}])
+def test_lease_dir_accepts_only_strings(bad):
+    rejection({"lease_dir": bad})
+
+
+def test_lease_dir_has_no_string_constraints():
+    assert parse_config_value({"lease_dir": ""}).lease_dir == ""
+    assert parse_config_value({"lease_dir": "~/é ${X}"}).lease_dir == "~/é ${X}"
+
+
+def test_fetched_values_are_not_env_expanded(monkeypatch):
+    monkeypatch.setenv("CTX", "/tmp/l")
+    assert parse_config_value({"lease_dir": "${CTX}"}).lease_dir == "${CTX}"
+
+
+@pytest.mark.parametrize("key,allowed", [
+    ("overflow_fallback", ("error", "drop_oldest")),
+    ("estimator", ("heuristic", "auto")),
+])
+def test_extension_enum_keys(key, allowed):
+    for value in allowed:
+        assert getattr(parse_config_value({key: value}), key) == value
+    assert rejection({key: "other"}) == (
+        f"json parse: unknown variant `other`, expected `{allowed[0]}` or `{allowed[1]}`"
+    )
+    for bad in (None, 1, True, ["error"]):
+        rejection({key: bad})
+
+
+def test_first_fault_in_key_order_is_reported():
+    message = rejection({"tail_turns": -1, "allow_fallback_limits": 1, "zzz": 1})
+    assert message == "json parse: invalid type: integer `1`, expected a boolean"
+
+
+def test_custom_prefix():
+    with pytest.raises(ConfigError) as err:
+        parse_config_value({"x": 1}, prefix="yaml parse")
+    assert str(err.value).startswith("yaml parse: unknown field `x`")
+
+
+# --- §2.4 schema -------------------------------------------------------------------------
+
+
+def test_schema_shape():
+    schema = config_schema()
+    assert "$schema" not in schema
+    assert "required" not in schema
+    assert schema["title"] == "WorkerConfig"
+    assert schema["type"] == "object"
+    assert schema["additionalProperties"] is False
+    assert isinstance(schema["description"], str) and schema["description"]
+    assert schema["example"] == {**DEFAULTS_1_1_6, **EXTENSION_DEFAULTS}
+    assert set(schema["properties"]) == set(DEFAULTS_1_1_6) | set(EXTENSION_DEFAULTS)
+
+
+def _without_description(prop: dict) -> dict:
+    assert isinstance(prop.pop("description"), str)
+    return prop
+
+
+@pytest.mark.parametrize("key,expected", [
+    ("allow_fallback_limits", {"default": True, "type": "boolean"}),
+    ("decay_user_turns", {"default": 0, "format": "uint", "minimum": 0, "type": "integer"}),
+    ("lease_dir", {"default": "data/context-manager", "type": "string"}),
+    ("lease_ttl_secs", {"default": 300, "format": "uint64", "minimum": 0, "type": "integer"}),
+    ("max_output_chars", {"default": 2000, "format": "uint", "minimum": 0, "type": "integer"}),
+    ("max_result_tokens", {"default": 20000, "format": "uint64", "minimum": 0, "type": "integer"}),
+    ("min_free_tokens", {"default": 20000, "format": "uint64", "minimum": 0, "type": "integer"}),
+    ("protect_recent_tokens", {"default": 40000, "format": "uint64", "minimum": 0, "type": "integer"}),
+    ("protected_user_turns", {"default": 2, "format": "uint", "minimum": 0, "type": "integer"}),
+    ("reserved_pct", {"default": 10, "format": "uint64", "minimum": 0, "type": "integer"}),
+    ("reserved_tokens_cap", {"default": 20000, "format": "uint64", "minimum": 0, "type": "integer"}),
+    ("summarizer_timeout_ms", {"default": 320000, "format": "uint64", "minimum": 0, "type": "integer"}),
+    ("tail_turns", {"default": 2, "format": "uint", "minimum": 0, "type": "integer"}),
+    ("overflow_fallback", {"default": "error", "enum": ["error", "drop_oldest"], "type": "string"}),
+    ("estimator", {"default": "heuristic", "enum": ["heuristic", "auto"], "type": "string"}),
+    ("user_less_compaction", {"default": True, "type": "boolean"}),
+])
+def test_schema_properties(key, expected):
+    assert _without_description(dict(config_schema()["properties"][key])) == expected
+
+
+def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
+    validator = jsonschema.Draft7Validator(config_schema())
+    assert validator.is_valid(defaults_object())
+    assert validator.is_valid({})
+    for bad in ({"tail_truns": 3}, {"reserved_pct": -1}, {"allow_fallback_limits": 1},
+                {"lease_dir": 5}, {"estimator": "x"}, {"tail_turns": None}):
+        assert not validator.is_valid(bad)
+        rejection(bad)
