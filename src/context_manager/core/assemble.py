@@ -61,6 +61,7 @@ from .cap import cap_results
 from .emergency import emergency_reduce
 from .estimate import Estimator, by_role, estimator_for_model
 from .media import Capability, normalize_media
+from .prompts import render_system_prompt
 from .prune import PruneParams, prune
 from .resolution import resolve_model
 from .results import Message
@@ -68,13 +69,6 @@ from .types import ModelInput
 
 _INLINE_COMPACTION_MODULE = "context_manager.core.inline_compaction"
 
-# Unicode White_Space, the set the reference trims (not Python's str.strip set).
-_WHITE_SPACE = (
-    "\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
-    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"
-)
-SUMMARY_HEADING = "# Conversation summary"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +129,6 @@ class CompactionOutcome:
     head_len: int
     tail_start_view: int | None
     tokens_before: int
-
-
-def render_system_prompt(base: str | None, summary: str | None) -> str:
-    """The returned system prompt: base with trailing white space trimmed, then the summary section."""
-    trimmed = (base or "").rstrip(_WHITE_SPACE)
-    if summary is None:
-        return trimmed
-    if trimmed == "":
-        return f"{SUMMARY_HEADING}\n\n{summary}"
-    return f"{trimmed}\n\n{SUMMARY_HEADING}\n\n{summary}"
 
 
 def _capability(vision: str) -> Capability:
