@@ -1,0 +1,61 @@
+"""The seven registered functions: ids, descriptions, metadata and wire schemas (spec 04 §1.6, §5).
+
+The schemas are data, taken from the published 1.1.6 API reference, so that what is registered
+cannot drift from the wire contract. The only changes are documented optional response
+properties (see ``DOCUMENTED_ADDITIONS``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+# Registration order (spec 04 §1.5, §1.6).
+FUNCTION_IDS = (
+    "context::assemble",
+    "context::compact",
+    "context::prune",
+    "context::count-tokens",
+    "context::on-models-changed",
+    "context-manager::ui-content",
+    "context::on-config-change",
+)
+
+PUBLIC_FUNCTION_IDS = FUNCTION_IDS[:4]
+
+# Optional response members beyond the 1.1.6 schemas, as (function id, JSON pointer).
+DOCUMENTED_ADDITIONS = (
+    ("context::assemble", "/response_schema/definitions/Applied/properties/dropped_messages"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/dropped_ranges"),
+)
+
+_DATA_FILE = "functions.json"
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[dict[str, Any], ...]:
+    text = resources.files(__name__).joinpath(_DATA_FILE).read_text(encoding="utf-8")
+    entries = json.loads(text)
+    ids = tuple(entry["id"] for entry in entries)
+    if ids != FUNCTION_IDS:
+        raise RuntimeError(f"{_DATA_FILE} lists {ids}, expected {FUNCTION_IDS}")
+    return tuple(entries)
+
+
+def function_definitions() -> list[dict[str, Any]]:
+    """Every registered function, in registration order.
+
+    Each entry: ``id``, ``description``, ``metadata``, ``request_schema``, ``response_schema``.
+    The caller gets its own copy.
+    """
+    return copy.deepcopy(list(_load()))
+
+
+def function_definition(function_id: str) -> dict[str, Any]:
+    for entry in _load():
+        if entry["id"] == function_id:
+            return copy.deepcopy(entry)
+    raise KeyError(function_id)

@@ -1,0 +1,204 @@
+"""Registered schemas against the published 1.1.6 API reference (spec 04 §1.6, §5).
+
+Comparison is strict JSON value equality (bool is never an int, list order matters, 0 == 0.0).
+The only allowed differences are the documented additions, named explicitly below.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from context_manager.schemas import (
+    DOCUMENTED_ADDITIONS,
+    FUNCTION_IDS,
+    PUBLIC_FUNCTION_IDS,
+    function_definition,
+    function_definitions,
+)
+from context_manager.schemas.__main__ import main as schemas_main
+from context_manager.schemas.goldens import golden_file_name, rendered_goldens
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN_DIR = ROOT / "schemas" / "goldens"
+# The published 1.1.6 API document, kept verbatim (read-only) next to the goldens.
+API_REFERENCE = ROOT / "schemas" / "api-reference-1.1.6.json"
+
+ADDED_DROPPED_MESSAGES = "/response_schema/definitions/Applied/properties/dropped_messages"
+ADDED_DROPPED_RANGES = "/response_schema/definitions/Applied/properties/dropped_ranges"
+UINT = {"format": "uint", "minimum": 0, "type": "integer"}
+
+
+def json_equal(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return False
+
+
+def pointer_parts(pointer: str) -> list[str]:
+    return pointer.lstrip("/").split("/")
+
+
+def remove_pointer(document: dict, pointer: str) -> dict:
+    parts = pointer_parts(pointer)
+    node = document
+    for part in parts[:-1]:
+        node = node[part]
+    del node[parts[-1]]
+    return document
+
+
+def get_pointer(document: dict, pointer: str):
+    node = document
+    for part in pointer_parts(pointer):
+        node = node[part]
+    return node
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, dict]:
+    data = json.loads(API_REFERENCE.read_text(encoding="utf-8"))
+    assert data["triggers"] == []
+    return {entry["name"]: entry for entry in data["functions"]}
+
+
+def test_json_equal_is_strict():
+    assert json_equal({"a": [0, "x", None]}, {"a": [0.0, "x", None]})
+    assert not json_equal(True, 1)
+    assert not json_equal([1, 2], [2, 1])
+    assert not json_equal({"a": 1}, {"a": 1, "b": 2})
+    assert not json_equal("1", 1)
+    assert not json_equal(None, False)
+
+
+def test_seven_functions_in_registration_order():
+    assert tuple(d["id"] for d in function_definitions()) == FUNCTION_IDS == (
+        "context::assemble", "context::compact", "context::prune", "context::count-tokens",
+        "context::on-models-changed", "context-manager::ui-content", "context::on-config-change",
+    )
+    assert PUBLIC_FUNCTION_IDS == FUNCTION_IDS[:4]
+
+
+def test_ids_match_the_reference(reference):
+    assert set(reference) == set(FUNCTION_IDS)
+
+
+def test_documented_additions_are_exactly_these():
+    assert DOCUMENTED_ADDITIONS == (
+        ("context::assemble", ADDED_DROPPED_MESSAGES),
+        ("context::assemble", ADDED_DROPPED_RANGES),
+    )
+
+
+@pytest.mark.parametrize("function_id", FUNCTION_IDS)
+def test_description_and_metadata_are_exact(function_id, reference):
+    ours = function_definition(function_id)
+    assert ours["description"] == reference[function_id]["description"]
+    assert json_equal(ours["metadata"], reference[function_id]["metadata"])
+
+
+@pytest.mark.parametrize("function_id", FUNCTION_IDS)
+def test_schemas_equal_the_reference_except_documented_additions(function_id, reference):
+    ours = function_definition(function_id)
+    for owner, pointer in DOCUMENTED_ADDITIONS:
+        if owner == function_id:
+            remove_pointer(ours, pointer)
+    assert json_equal(ours["request_schema"], reference[function_id]["request_schema"])
+    assert json_equal(ours["response_schema"], reference[function_id]["response_schema"])
+
+
+def test_metadata_flags():
+    flags = {d["id"]: d["metadata"] for d in function_definitions()}
+    assert flags == {
+        "context::assemble": {"internal": True, "trace_hidden": True},
+        "context::compact": {"internal": True, "trace_hidden": True},
+        "context::prune": {"trace_hidden": True},
+        "context::count-tokens": {"trace_hidden": True},
+        "context::on-models-changed": {"internal": True, "trace_hidden": True},
+        "context-manager::ui-content": {"internal": True},
+        "context::on-config-change": {"internal": True, "trace_hidden": True},
+    }
+
+
+def test_on_config_change_description_keeps_the_em_dash():
+    assert "\u2014" in function_definition("context::on-config-change")["description"]
+
+
+def test_added_properties_shape():
+    assemble = function_definition("context::assemble")
+    assert get_pointer(assemble, ADDED_DROPPED_MESSAGES) | {"description": ""} == {
+        "description": "", "format": "uint", "minimum": 0, "type": ["integer", "null"],
+    }
+    ranges = get_pointer(assemble, ADDED_DROPPED_RANGES)
+    assert ranges["type"] == ["array", "null"]
+    assert ranges["items"] == {"items": [UINT, UINT], "maxItems": 2, "minItems": 2, "type": "array"}
+    applied = assemble["response_schema"]["definitions"]["Applied"]
+    assert "dropped_messages" not in applied["required"]
+    assert "dropped_ranges" not in applied["required"]
+
+
+def test_request_schemas_of_public_functions_mention_description():
+    for function_id in PUBLIC_FUNCTION_IDS:
+        assert "description" in json.dumps(function_definition(function_id)["request_schema"])
+
+
+def test_definitions_are_copies():
+    first = function_definitions()
+    first[0]["description"] = "changed"
+    assert function_definitions()[0]["description"] != "changed"
+
+
+def test_response_additions_validate_a_response_with_drops():
+    import jsonschema
+
+    schema = function_definition("context::assemble")["response_schema"]
+    applied_schema = {**schema["definitions"]["Applied"], "definitions": schema["definitions"]}
+    applied = {"capped_parts": 0, "capped_tokens": 0, "compacted": False, "initial_token_count": 9,
+               "pruned": False, "pruned_tokens": 0, "dropped_messages": 3, "dropped_ranges": [[0, 2], [4, 5]]}
+    jsonschema.Draft7Validator(applied_schema).validate(applied)
+    bad = dict(applied, dropped_ranges=[[0, 1, 2]])
+    assert not jsonschema.Draft7Validator(applied_schema).is_valid(bad)
+
+
+# --- goldens -----------------------------------------------------------------------------
+
+
+def test_one_golden_per_function():
+    assert sorted(p.name for p in GOLDEN_DIR.glob("*.json")) == sorted(
+        golden_file_name(fid) for fid in FUNCTION_IDS
+    )
+    assert golden_file_name("context::count-tokens") == "context.count-tokens.json"
+
+
+@pytest.mark.parametrize("name,expected", sorted(rendered_goldens().items()))
+def test_goldens_are_byte_exact(name, expected):
+    committed = (GOLDEN_DIR / name).read_text(encoding="utf-8")
+    assert committed == expected, (
+        f"{name} drifted; review and run `python -m context_manager.schemas --regenerate-goldens`"
+    )
+
+
+def test_golden_records_the_additions():
+    assemble = json.loads((GOLDEN_DIR / "context.assemble.json").read_text(encoding="utf-8"))
+    assert assemble["documented_additions"] == [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES]
+    compact = json.loads((GOLDEN_DIR / "context.compact.json").read_text(encoding="utf-8"))
+    assert compact["documented_additions"] == []
+
+
+def test_regeneration_needs_the_explicit_flag(tmp_path, capsys):
+    assert schemas_main(["--dir", str(tmp_path)]) == 2
+    assert list(tmp_path.iterdir()) == []
+    assert schemas_main(["--regenerate-goldens", "--dir", str(tmp_path)]) == 0
+    for name, text in rendered_goldens().items():
+        assert (tmp_path / name).read_text(encoding="utf-8") == text
