@@ -1,0 +1,202 @@
+"""The bounded summarisation pipeline (spec 03 §3.1–§3.6).
+
+The rendered head is sent to the summariser in as few requests as fit the model's input budget
+(at most 32): each request carries a consecutive byte range of the rendered conversation, and
+every request after the first is anchored on the previous reply, so the last reply summarises
+everything. One deadline covers the whole pipeline and ends before the lease could expire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from context_manager.config.model import WorkerConfig
+from context_manager.core.estimate import Estimator, estimator_for_model
+from context_manager.core.ports_compaction import (
+    SummarizeError,
+    Summarizer,
+    SummarizeRequest,
+    SummarizerEmpty,
+    SummarizerFailed,
+)
+from context_manager.core.prompts import (
+    FRAGMENT_NOTE,
+    build_system_prompt,
+    render_user_prompt,
+    strip_media,
+    trim,
+)
+
+MAX_CHUNKS = 32
+REQUEST_OVERHEAD_TOKENS = 64
+# Only used to size the estimate: the largest signed 64-bit integer, 19 digits.
+PLACEHOLDER_TIMESTAMP = (1 << 63) - 1
+_U64_MAX = (1 << 64) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryModel:
+    """The model the summary runs on: always the caller's request model."""
+
+    id: str
+    provider: str | None = None
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "timestamp": PLACEHOLDER_TIMESTAMP,
+    }
+
+
+def request_tokens(estimator: Estimator, system_prompt: str, user_prompt: str) -> int:
+    """Estimated size of one summariser request, framing overhead included (03 §3.2)."""
+    return (
+        estimator.text(system_prompt)
+        + estimator.message(user_message(user_prompt))
+        + REQUEST_OVERHEAD_TOKENS
+    )
+
+
+def is_char_boundary(data: bytes, index: int) -> bool:
+    return index == 0 or index == len(data) or (data[index] & 0xC0) != 0x80
+
+
+def back_off(data: bytes, index: int) -> int:
+    while not is_char_boundary(data, index):
+        index -= 1
+    return index
+
+
+def fitting_prefix(estimator: Estimator, system_prompt: str, text: bytes, budget: int) -> int:
+    """The longest character-boundary prefix (in bytes) whose request fits ``budget``; 0 if none."""
+
+    def fits(end: int) -> bool:
+        return request_tokens(estimator, system_prompt, text[:end].decode("utf-8")) <= budget
+
+    if fits(len(text)):
+        return len(text)
+    low, high = 0, len(text)
+    while low < high:
+        middle = low + (high - low + 1) // 2
+        if fits(back_off(text, middle)):
+            low = middle
+        else:
+            high = middle - 1
+    return back_off(text, low)
+
+
+def preflight_chunk_bound(
+    estimator: Estimator, prompt_bytes: int, input_budget: int, instructions: str | None
+) -> int:
+    """A lower bound on the number of requests needed; fails fast when it exceeds the cap."""
+    empty_request = request_tokens(estimator, build_system_prompt(None, instructions), "")
+    if input_budget <= empty_request:
+        raise SummarizerFailed(
+            f"summary instructions leave no room for history within {input_budget} tokens"
+        )
+    capacity = input_budget - empty_request
+    # A fragment of n raw bytes serialises to at least n bytes, so more than 4*capacity+3 bytes
+    # can never fit one request, whatever the escaping.
+    max_fragment = min(capacity * 4 + 3, _U64_MAX)
+    bound = -(-prompt_bytes // max_fragment)
+    if bound > MAX_CHUNKS:
+        raise SummarizerFailed(f"history needs at least {bound} fragments; maximum is {MAX_CHUNKS}")
+    return bound
+
+
+def pipeline_deadline_ms(config: WorkerConfig) -> int:
+    """``min(summarizer_timeout_ms, lease_ttl_secs*1000 - 1000)``, never below zero."""
+    ttl_ms = min(config.lease_ttl_secs * 1000, _U64_MAX)
+    return min(config.summarizer_timeout_ms, max(0, ttl_ms - 1000))
+
+
+async def summarize_head(
+    summarizer: Summarizer,
+    model: SummaryModel,
+    head: Sequence[dict[str, Any]],
+    input_budget: int,
+    *,
+    previous_summary: str | None,
+    instructions: str | None,
+    config: WorkerConfig,
+    log: logging.Logger | None = None,
+) -> str:
+    """Summarise ``head`` within ``input_budget`` tokens per request (03 §3.1).
+
+    Returns the last reply unmodified. Raises :class:`SummarizeError`; never anything else.
+    """
+    log = log or logging.getLogger("context_manager.summarize")
+    estimator = estimator_for_model(model.id, config)
+    prompt = render_user_prompt(strip_media(head, config.max_output_chars)).encode("utf-8")
+    # The pre-flight needs no waiting, so it is reported as itself even with a zero deadline.
+    preflight_chunk_bound(estimator, len(prompt), input_budget, instructions)
+    deadline_ms = pipeline_deadline_ms(config)
+    try:
+        async with asyncio.timeout(deadline_ms / 1000):
+            return await _chunk_loop(
+                summarizer, model, estimator, prompt, input_budget,
+                previous_summary, instructions, log,
+            )
+    except TimeoutError:
+        raise SummarizerFailed("summary pipeline exceeded its time budget") from None
+
+
+async def _chunk_loop(
+    summarizer: Summarizer,
+    model: SummaryModel,
+    estimator: Estimator,
+    prompt: bytes,
+    input_budget: int,
+    previous_summary: str | None,
+    instructions: str | None,
+    log: logging.Logger,
+) -> str:
+    remaining = prompt
+    summary: str | None = None
+    for chunk in range(MAX_CHUNKS):
+        system_prompt = build_system_prompt(
+            summary if summary is not None else previous_summary, instructions
+        )
+        if chunk > 0 or request_tokens(estimator, system_prompt, remaining.decode("utf-8")) > input_budget:
+            system_prompt += FRAGMENT_NOTE
+        end = fitting_prefix(estimator, system_prompt, remaining, input_budget)
+        if end == 0:
+            raise SummarizerFailed(
+                "summary instructions and anchor leave no room for history "
+                f"within {input_budget} tokens"
+            )
+        fragment = remaining[:end].decode("utf-8")
+        log.debug(
+            "summarising fragment %d of model %s: %d bytes, %d estimated tokens",
+            chunk + 1, model.id, end, request_tokens(estimator, system_prompt, fragment),
+        )
+        reply = await _call(
+            summarizer,
+            SummarizeRequest(system_prompt, fragment, model.id, model.provider),
+        )
+        if not trim(reply):
+            raise SummarizerEmpty()
+        remaining = remaining[end:]
+        if not remaining:
+            return reply
+        summary = reply
+    # Partial summaries would silently drop the unsummarised rest of the history.
+    raise SummarizerFailed(f"history requires more than {MAX_CHUNKS} bounded summary calls")
+
+
+async def _call(summarizer: Summarizer, request: SummarizeRequest) -> str:
+    """One summariser call; an adapter's unexpected exception becomes a ``failed`` error."""
+    try:
+        reply = await summarizer.summarize(request)
+    except SummarizeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a broken adapter must not escape as a traceback
+        raise SummarizerFailed(str(exc) or type(exc).__name__) from exc
+    if not isinstance(reply, str):
+        raise SummarizerFailed(f"summariser returned {type(reply).__name__}, expected text")
+    return reply
