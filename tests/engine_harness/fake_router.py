@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -10,7 +11,9 @@ from typing import Any
 
 import anyio
 
-from context_manager.engine.channels import ChannelRef, channel_url, write_channel
+from context_manager.engine.channels import ChannelRef, channel_url
+
+from .channel_writer import write_channel
 
 MODELS_CHANGED = "router::models::changed"
 
@@ -60,6 +63,9 @@ class FakeRouter:
     summary: str = "Summary: all tests pass."
     chat_script: ChatScript | None = None
     chat_delay_s: float = 0.0
+    # Stream after answering (as the real router often does), and/or keep the writer open.
+    write_after_reply_s: float | None = None
+    hold_open_s: float = 0.0
     chat_calls: list[dict[str, Any]] = field(default_factory=list)
     budget_calls: list[dict[str, Any]] = field(default_factory=list)
 
@@ -90,6 +96,19 @@ class FakeRouter:
             result = {"ok": True, "provider": "fake", "model": data.get("model"), "stop_reason": "end"}
         if self.chat_delay_s:
             await anyio.sleep(self.chat_delay_s)
-        if frames:
-            await write_channel(channel_url(self.engine_url, ref, "write"), frames)
+        url = channel_url(self.engine_url, ref, "write")
+        if self.write_after_reply_s is not None:
+            asyncio.get_running_loop().create_task(self._write_later(url, frames))
+        elif self.hold_open_s:
+            sent = anyio.Event()
+            asyncio.get_running_loop().create_task(
+                write_channel(url, frames, hold_open_s=self.hold_open_s, sent=sent)
+            )
+            await sent.wait()
+        elif frames:
+            await write_channel(url, frames)
         return result
+
+    async def _write_later(self, url: str, frames: list[str | bytes]) -> None:
+        await anyio.sleep(self.write_after_reply_s or 0.0)
+        await write_channel(url, frames, hold_open_s=self.hold_open_s)

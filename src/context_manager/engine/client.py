@@ -23,6 +23,7 @@ import anyio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from context_manager.adapters.invoke import Invoke, InvokeError
 from context_manager.core.errors import ContextManagerError
 from context_manager.engine import protocol
 
@@ -392,3 +393,16 @@ class EngineClient:
             )
         if isinstance(invocation_id, str):
             await self._send(reply)
+
+
+def invoke_callable(client: EngineClient) -> Invoke:
+    """The adapters' call seam over this client: failures raise ``InvokeError`` whose text
+    carries both the error code and message (``remote error (<code>): <message>``)."""
+
+    async def invoke(function_id: str, payload: Any, timeout_ms: int) -> Any:
+        try:
+            return await client.invoke(function_id, payload, timeout_ms=timeout_ms)
+        except RemoteError as exc:
+            raise InvokeError(str(exc)) from None
+
+    return invoke
