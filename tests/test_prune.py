@@ -5,12 +5,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+import anyio
 import pytest
 from shorthand import C, M, R, U, sizes
 
+from context_manager.config.model import WorkerConfig
+from context_manager.core import codec
 from context_manager.core.cap import cap_results
+from context_manager.core.errors import DecodeError, HandlerError
 from context_manager.core.estimate import HEURISTIC
 from context_manager.core.prune import PruneParams, is_canonical_placeholder, placeholder, prune
+from context_manager.handlers.context import HandlerContext
+from context_manager.handlers.prune import handle
 
 E = HEURISTIC
 P0 = PruneParams(protect_recent_tokens=100, decay_user_turns=0, protected_user_turns=2,
@@ -396,3 +402,74 @@ def test_prune_is_idempotent_under_the_documented_thresholds():
     once = prune(history, params, E)
     twice = prune(once.messages, dataclasses.replace(params, min_free_tokens=0), E)
     assert twice.stats.pruned_tokens == 0 and twice.messages == once.messages
+
+
+# --- the context::prune function -------------------------------------------------------------
+
+def call_prune(payload, config: WorkerConfig = WorkerConfig()):
+    return anyio.run(handle, payload, HandlerContext(config=config))
+
+
+def wire(messages):
+    return [codec.loads(codec.dumps(m)) for m in messages]
+
+
+def test_handler_options_override_config_and_null_falls_back():
+    payload = {"messages": wire(history_11_2()),
+               "options": {"protect_recent_tokens": 0, "min_free_tokens": 1}}
+    response = call_prune(payload)
+    assert (response["pruned_tokens"], response["pruned_parts"], response["scanned_parts"]) == (4982, 1, 1)
+    assert list(response) == ["messages", "pruned_tokens", "pruned_parts", "scanned_parts"]
+    from_config = call_prune({"messages": wire(history_11_2()),
+                              "options": {"protect_recent_tokens": None, "min_free_tokens": None}},
+                             WorkerConfig(protect_recent_tokens=0, min_free_tokens=1))
+    assert from_config == response
+    assert call_prune({"messages": wire(history_11_2()), "options": None}) == call_prune(
+        {"messages": wire(history_11_2())})
+
+
+def test_handler_zero_options_are_real_values():
+    history = wire(history_11_3())
+    response = call_prune({"messages": history, "options": {
+        "protect_recent_tokens": 0, "max_output_chars": 2000, "min_free_tokens": 1,
+        "protected_user_turns": 0, "decay_user_turns": 1}},
+        WorkerConfig(protected_user_turns=4, decay_user_turns=0))
+    assert (response["pruned_tokens"], response["pruned_parts"], response["scanned_parts"]) == (249, 3, 3)
+
+
+def test_handler_keeps_custom_messages_and_normalises_returned_messages():
+    raw = [{"role": "user", "content": [{"type": "text", "text": "a", "extra": 1}], "timestamp": 1},
+           {"role": "custom", "custom_type": "c", "content": [], "details": None, "timestamp": 2},
+           {"role": "function_result", "function_call_id": "c", "function_id": "f",
+            "content": [], "timestamp": 3}]
+    response = call_prune({"messages": raw, "model": {"id": "m", "limits": None}})
+    assert response["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "a"}], "timestamp": 1},
+        {"role": "custom", "custom_type": "c", "content": [], "timestamp": 2},
+        {"role": "function_result", "function_call_id": "c", "function_id": "f", "content": [],
+         "details": None, "is_error": False, "timestamp": 3}]
+    assert codec.dumps_wire(response).startswith(b'{"messages":[')
+    assert codec.dumps_wire(response).endswith(b'"pruned_parts":0,"pruned_tokens":0,"scanned_parts":0}')
+
+
+def test_handler_requires_messages_but_not_a_model():
+    with pytest.raises(HandlerError) as failure:
+        call_prune({})
+    assert failure.value.wire_message == "handler error: context/invalid_request: messages is required"
+    assert call_prune({"messages": [], "model": None})["messages"] == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"decay_user_turns": -1}, "invalid value: integer `-1`, expected usize"),
+        ({"min_free_tokens": 1.5}, "invalid type: floating point `1.5`, expected u64"),
+        ({"protected_functions": "shell::run"}, 'invalid type: string "shell::run", expected a sequence'),
+        ({"max_output_chars": True, "decay_user_turns": "x"},
+         'invalid type: string "x", expected usize'),
+    ],
+)
+def test_handler_decoding_failures(options, message):
+    with pytest.raises(DecodeError) as failure:
+        call_prune({"messages": [], "options": options})
+    assert str(failure.value.wire_message) == f"serialization error: {message}"
