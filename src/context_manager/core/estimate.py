@@ -78,8 +78,17 @@ HEURISTIC = HeuristicEstimator()
 
 
 def estimator_for_model(model_id: str, config: WorkerConfig | None = None) -> Estimator:
-    """The estimator used for every count of a call on ``model_id``."""
-    return HEURISTIC
+    """The estimator used for every count of a call on ``model_id``.
+
+    The heuristic unless the configuration opts in (``estimator: auto``) and the model belongs to
+    an OpenAI family whose tokenizer ships with the package.
+    """
+    if config is None or config.estimator != "auto":
+        return HEURISTIC
+    from context_manager.tokenizers import tokenizer_for_model  # loads tiktoken only when asked
+
+    tokenizer = tokenizer_for_model(model_id)
+    return HEURISTIC if tokenizer is None else tokenizer
 
 
 def empty_by_role() -> dict[str, int]:

@@ -1,0 +1,76 @@
+"""A byte-bounded LRU of token counts.
+
+A conversation is recounted on every turn, almost entirely unchanged, so a message's count is
+remembered under a digest of its serialized content (and the encoding). The bound is on the
+memory the entries hold, not on their number. One lock guards the table; counting happens
+outside it, so concurrent callers only ever contend for a dictionary operation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+DIGEST_SIZE = 16
+# Rough resident cost of one entry besides its key: the int, the OrderedDict node and its links.
+ENTRY_OVERHEAD_BYTES = 100
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+
+def content_key(namespace: bytes, content: bytes) -> bytes:
+    """A fixed-size key: ``namespace`` (encoding and what was counted) + a digest of the bytes."""
+    return namespace + hashlib.blake2b(content, digest_size=DIGEST_SIZE).digest()
+
+
+class TokenCountCache:
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[bytes, int] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def cost(key: bytes) -> int:
+        return len(key) + ENTRY_OVERHEAD_BYTES
+
+    def get(self, key: bytes) -> int | None:
+        with self._lock:
+            count = self._entries.get(key)
+            if count is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return count
+
+    def put(self, key: bytes, count: int) -> None:
+        cost = self.cost(key)
+        if cost > self.max_bytes:
+            return
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                self._entries[key] = count
+                return
+            self._entries[key] = count
+            self._bytes += cost
+            while self._bytes > self.max_bytes:
+                evicted, _ = self._entries.popitem(last=False)
+                self._bytes -= self.cost(evicted)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+            self.hits = 0
+            self.misses = 0
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
