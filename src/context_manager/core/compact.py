@@ -1,0 +1,132 @@
+"""``context::compact``: summarise the head of a history, keep a recent tail verbatim (03 §4).
+
+The answer is a status: ``ok`` (with the summary), ``busy`` (the history's lease is held or the
+lease store failed), ``empty`` (nothing to summarise) or ``overflow`` (the summariser is
+unavailable or failed). Nothing is stored: the caller persists the summary.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from context_manager.config.model import WorkerConfig
+from context_manager.core import lease
+from context_manager.core.budget import default_reserved, preserve_recent, usable_budget
+from context_manager.core.estimate import Estimator, estimator_for_model
+from context_manager.core.ports_compaction import (
+    LeaseStore,
+    SummarizeError,
+    Summarizer,
+    SummarizerUnavailable,
+)
+from context_manager.core.resolution import resolve_model
+from context_manager.core.selection import select
+from context_manager.core.summarize import SummaryModel, summarize_head
+from context_manager.core.types import ModelInput
+from context_manager.ports import Clock, ModelResolver
+
+BUSY = {"status": "busy"}
+EMPTY = {"status": "empty"}
+OVERFLOW = {"status": "overflow"}
+
+
+@dataclass(frozen=True, slots=True)
+class CompactOptions:
+    tail_turns: int | None = None
+    previous_summary: str | None = None
+    preserve_recent_tokens: int | None = None
+    lease_key: str | None = None
+    instructions: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactDeps:
+    """What the function needs from its call context (``HandlerContext`` has these members)."""
+
+    config: WorkerConfig
+    resolver: ModelResolver | None
+    summarizer: Summarizer | None
+    lease_store: LeaseStore | None
+    clock: Clock
+    log: logging.Logger
+
+
+async def compact(
+    messages: Sequence[dict[str, Any]],
+    model: ModelInput,
+    options: CompactOptions,
+    deps: CompactDeps,
+) -> dict[str, Any]:
+    """The handler steps of 03 §4.3 after decoding; the response in record order."""
+    if not messages:
+        return dict(EMPTY)
+    config = deps.config
+    resolved = await resolve_model(model, deps.resolver, config, deps.log)
+    reserved = default_reserved(resolved.context_window, config)
+    input_budget = usable_budget(resolved, reserved, None)
+    budget = preserve_recent(input_budget, options.preserve_recent_tokens)
+    tail_turns = options.tail_turns if options.tail_turns is not None else config.tail_turns
+    key = options.lease_key if options.lease_key is not None else lease.default_lease_key(messages)
+
+    store = deps.lease_store  # one snapshot for acquire and release
+    nonce: str | None = None
+    if store is not None:
+        nonce = await lease.acquire(store, deps.clock, key, lease.ttl_ms(config.lease_ttl_secs))
+        if nonce is None:
+            return dict(BUSY)
+    try:
+        return await _summarise(messages, model, options, deps, input_budget, budget, tail_turns)
+    finally:
+        if store is not None and nonce is not None:
+            await lease.release(store, key, nonce)
+
+
+async def _summarise(
+    messages: Sequence[dict[str, Any]],
+    model: ModelInput,
+    options: CompactOptions,
+    deps: CompactDeps,
+    input_budget: int,
+    budget: int,
+    tail_turns: int,
+) -> dict[str, Any]:
+    estimator: Estimator = estimator_for_model(model.id, deps.config)
+    sizes = [estimator.message(m) for m in messages]
+    selection = select(messages, sizes, budget, tail_turns)
+    head_len = selection.head_len
+    if head_len == 0:
+        return dict(EMPTY)
+    tokens_before = sum(sizes[:head_len])
+    try:
+        if deps.summarizer is None:
+            raise SummarizerUnavailable("no summariser is configured")
+        summary = await summarize_head(
+            deps.summarizer,
+            SummaryModel(model.id, model.provider),
+            messages[:head_len],
+            input_budget,
+            previous_summary=options.previous_summary,
+            instructions=options.instructions,
+            config=deps.config,
+            log=deps.log,
+        )
+    except SummarizeError as exc:
+        if exc.kind == "empty":
+            deps.log.warning("compaction produced no summary: %s", exc)
+            return dict(EMPTY)
+        if exc.kind == "unavailable":
+            deps.log.error("compaction unavailable (error_kind=permanent): %s", exc)
+        else:
+            deps.log.error("compaction failed: %s", exc)
+        return dict(OVERFLOW)
+    tokens_after = estimator.text(summary) + sum(sizes[head_len:])
+    return {
+        "status": "ok",
+        "summary": summary,
+        "tail_start_index": selection.tail_start_index,
+        "tokens_before": tokens_before,
+        "tokens_after": tokens_after,
+        "used_prior_summary": options.previous_summary is not None,
+    }

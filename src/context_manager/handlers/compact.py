@@ -1,0 +1,48 @@
+"""`context::compact`: decode the request, run the compaction, answer (spec 03 §4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_manager.core import types as t
+from context_manager.core.compact import CompactDeps, CompactOptions, compact
+from context_manager.core.errors import invalid_request
+from context_manager.handlers.context import HandlerContext
+from context_manager.handlers.prune import usize
+
+FUNCTION_ID = "context::compact"
+
+_OPTIONS = {
+    "tail_turns": t.FieldSpec(usize),
+    "previous_summary": t.FieldSpec(t.string),
+    "preserve_recent_tokens": t.FieldSpec(t.u64),
+    "lease_key": t.FieldSpec(t.string),
+    "instructions": t.FieldSpec(t.string),
+}
+
+
+def decode_options(value: Any) -> CompactOptions:
+    return CompactOptions(**t.decode_struct(value, "CompactOptions", _OPTIONS))
+
+
+_REQUEST = {
+    "messages": t.FieldSpec(t.decode_messages),
+    "model": t.FieldSpec(t.decode_model_input, required=True),
+    "options": t.FieldSpec(decode_options, default=CompactOptions()),
+}
+
+
+async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
+    request = t.decode_struct(payload, "CompactRequest", _REQUEST)
+    messages = request["messages"]
+    if messages is None:
+        raise invalid_request()
+    deps = CompactDeps(
+        config=ctx.config,
+        resolver=ctx.resolver,
+        summarizer=ctx.summarizer,
+        lease_store=ctx.lease_store,
+        clock=ctx.clock,
+        log=ctx.log,
+    )
+    return await compact(messages, request["model"], request["options"], deps)
