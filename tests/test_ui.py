@@ -1,0 +1,274 @@
+"""Console UI (spec 04 §4): the content function, the assets and the configuration form."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from context_manager import CallError, call
+from context_manager.config.model import DEFAULT_CONFIG
+from context_manager.ui.content import (
+    ASSETS,
+    MAX_ASSET_BYTES,
+    SCRIPT_PATH,
+    STYLE_PATH,
+    UI_TRIGGERS,
+    preload,
+    ui_content,
+)
+
+UI_DIR = Path(__file__).resolve().parents[1] / "src" / "context_manager" / "ui"
+PAGE = (UI_DIR / "page.js").read_text(encoding="utf-8")
+STYLES = (UI_DIR / "styles.css").read_text(encoding="utf-8")
+HARNESS = Path(__file__).with_name("ui_form_harness.mjs")
+
+KEYS_1_1_6 = [
+    "reserved_tokens_cap", "reserved_pct", "allow_fallback_limits",
+    "protect_recent_tokens", "decay_user_turns", "protected_user_turns", "min_free_tokens",
+    "max_output_chars", "max_result_tokens", "tail_turns",
+    "lease_ttl_secs", "summarizer_timeout_ms", "lease_dir",
+]
+EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction"]
+UNKNOWN_TEXT = (
+    "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
+    "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
+)
+
+
+# --- the content function ----------------------------------------------------------------
+
+
+def test_script_asset():
+    got = call("context-manager::ui-content", {"path": "context-manager/page.js"})
+    assert got == {"content": PAGE, "content_type": "text/javascript; charset=utf-8"}
+
+
+def test_style_asset_ignores_extra_members():
+    got = call("context-manager::ui-content",
+               {"path": "context-manager/styles.css", "_caller_worker_id": "w-1"})
+    assert got == {"content": STYLES, "content_type": "text/css; charset=utf-8"}
+
+
+def test_unknown_path():
+    with pytest.raises(CallError) as err:
+        call("context-manager::ui-content", {"path": "context-manager/nope.js"})
+    assert (err.value.code, err.value.message) == ("invocation_failed", UNKNOWN_TEXT)
+
+
+def test_missing_path():
+    with pytest.raises(CallError) as err:
+        call("context-manager::ui-content", {})
+    assert err.value.message == "serialization error: missing field `path`"
+
+
+@pytest.mark.parametrize("payload", [{"path": 1}, {"path": None}, None, "context-manager/page.js"])
+def test_malformed_payload(payload):
+    with pytest.raises(CallError) as err:
+        call("context-manager::ui-content", payload)
+    assert err.value.message.startswith("serialization error: ")
+
+
+@pytest.mark.parametrize("path", ["", "page.js", "context-manager/page.js ", "Context-Manager/page.js",
+                                  "context-manager/../context-manager/page.js"])
+def test_only_exact_paths_are_known(path):
+    with pytest.raises(Exception) as err:
+        ui_content(path)
+    assert str(err.value).startswith(f"UNKNOWN_UI_ASSET: '{path}' is not one of")
+
+
+def test_asset_table_and_triggers():
+    assert sorted(ASSETS) == [SCRIPT_PATH, STYLE_PATH] == ["context-manager/page.js", "context-manager/styles.css"]
+    assert UI_TRIGGERS == (
+        ("console:script", {"path": "context-manager/page.js"}),
+        ("console:style", {"path": "context-manager/styles.css"}),
+    )
+
+
+def test_assets_are_served_from_memory_and_small():
+    preload()
+    for path in ASSETS:
+        content = ui_content(path)["content"]
+        assert 0 < len(content.encode("utf-8")) < MAX_ASSET_BYTES
+        assert ui_content(path)["content"] is content
+
+
+# --- page.js: static contract (§4.6, §4.7) -----------------------------------------------
+
+
+def test_page_contains_config_forms_and_every_key():
+    assert "configForms" in PAGE
+    assert "host.configForms.register('context-manager'" in PAGE
+    for key in KEYS_1_1_6 + EXTENSION_KEYS:
+        assert key in PAGE, key
+    assert set(KEYS_1_1_6 + EXTENSION_KEYS) == set(DEFAULT_CONFIG.key_names())
+
+
+def test_page_is_an_esm_module_importing_only_shared_specifiers():
+    allowed = {"react", "react-dom", "react-dom/client", "react/jsx-runtime", "@iii-dev/console-ui"}
+    imports = re.findall(r"^import\s.*?from\s+'([^']+)'", PAGE, flags=re.MULTILINE)
+    assert imports and set(imports) <= allowed
+    assert "require(" not in PAGE
+    assert re.search(r"^export default function setup\(host\)", PAGE, flags=re.MULTILINE)
+
+
+# --- styles.css (§4.5) -------------------------------------------------------------------
+
+
+def _selectors(css: str) -> list[str]:
+    without_comments = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    return [s.strip() for block in re.findall(r"([^{}]+)\{", without_comments) for s in block.split(",")]
+
+
+def test_every_rule_is_scoped():
+    selectors = _selectors(STYLES)
+    assert selectors
+    for selector in selectors:
+        assert selector.startswith('[data-iii-ui="context-manager"] .ctx-cfg'), selector
+    assert "@font-face" not in STYLES
+    rules = re.sub(r"/\*.*?\*/", "", STYLES, flags=re.DOTALL)
+    assert not re.search(r"(^|[\s,}]):root|\bhtml\b|\bbody\b|(^|\s)\*", rules)
+
+
+def test_colours_come_from_console_variables():
+    assert not re.search(r"#[0-9a-fA-F]{3,8}\b|rgb\(|hsl\(", STYLES)
+    used = set(re.findall(r"var\((--[a-z0-9-]+)\)", STYLES))
+    assert used <= {"--color-ink", "--color-ink-faint", "--color-rule", "--color-rule-2", "--color-bg",
+                    "--color-accent", "--color-alert"}
+
+
+# --- the form's behaviour (§4.4), rendered with stub React and console components --------
+
+NODE = shutil.which("node")
+
+
+def render(scenarios: list[dict], tmp_path: Path) -> dict:
+    done = subprocess.run(
+        [NODE, str(HARNESS), str(UI_DIR / "page.js"), str(tmp_path / "work")],
+        input=json.dumps(scenarios), capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def node_available() -> bool:
+    # The behavioural checks need Node.js; without it the static contract above still runs.
+    return NODE is not None
+
+
+def test_form_sections_fields_and_defaults(tmp_path, node_available):
+    if not node_available:
+        assert "SettingsSection" in PAGE
+        return
+    out = render([{"value": {}}], tmp_path)
+    assert out["families"] == ["context-manager"]
+    result = out["results"][0]
+    assert [(s["title"], s["fields"]) for s in result["sections"]] == [
+        ("Budget defaults", ["reserved_tokens_cap", "reserved_pct", "allow_fallback_limits"]),
+        ("Pruning and compaction", ["protect_recent_tokens", "decay_user_turns", "protected_user_turns",
+                                    "min_free_tokens", "max_output_chars", "max_result_tokens", "tail_turns"]),
+        ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir"]),
+        ("Overflow and counting", ["overflow_fallback", "estimator", "user_less_compaction"]),
+    ]
+    controls = result["controls"]
+    numbers = {k: c for k, c in controls.items() if c["type"] == "Input" and c["inputType"] == "number"}
+    assert {k: (c["placeholder"], c["min"], c["step"], c["value"]) for k, c in numbers.items()} == {
+        "reserved_tokens_cap": ("20000", 0, 1, ""),
+        "reserved_pct": ("10", 0, 1, ""),
+        "protect_recent_tokens": ("40000", 0, 1, ""),
+        "decay_user_turns": ("0", 0, 1, ""),
+        "protected_user_turns": ("2", 0, 1, ""),
+        "min_free_tokens": ("20000", 0, 1, ""),
+        "max_output_chars": ("2000", 0, 1, ""),
+        "max_result_tokens": ("20000", 0, 1, ""),
+        "tail_turns": ("2", 0, 1, ""),
+        "lease_ttl_secs": ("300", 0, 1, ""),
+        "summarizer_timeout_ms": ("320000", 0, 1, ""),
+    }
+    assert controls["reserved_tokens_cap"]["meta"] == "Default: 20,000"
+    assert controls["summarizer_timeout_ms"]["meta"] == "Default: 320,000"
+    assert controls["lease_dir"]["type"] == "Input" and controls["lease_dir"]["inputType"] == "text"
+    assert controls["lease_dir"]["placeholder"] == "data/context-manager"
+    assert "III_COMPOSE_DIR" in controls["lease_dir"]["meta"]
+    switches = {k: c["checked"] for k, c in controls.items() if c["type"] == "Switch"}
+    assert switches == {"allow_fallback_limits": True, "overflow_fallback": False, "estimator": False,
+                        "user_less_compaction": True}
+    assert result["alert"] is None
+    assert result["proposals"] == []
+
+
+def test_form_editing_rules(tmp_path, node_available):
+    if not node_available:
+        assert "Number.isSafeInteger" in PAGE
+        return
+    base = {"tail_turns": 5, "lease_dir": "/x", "other": 1}
+    scenarios = [
+        {"value": base, "edit": {"key": "tail_turns", "raw": ""}},
+        {"value": base, "edit": {"key": "tail_turns", "raw": "7"}},
+        {"value": base, "edit": {"key": "tail_turns", "raw": "-1"}},
+        {"value": base, "edit": {"key": "tail_turns", "raw": "1.5"}},
+        {"value": base, "edit": {"key": "tail_turns", "raw": "9007199254740992"}},
+        {"value": base, "edit": {"key": "reserved_pct", "raw": "9007199254740991"}},
+        {"value": base, "edit": {"key": "lease_dir", "raw": ""}},
+        {"value": base, "edit": {"key": "lease_dir", "raw": " ~/leases "}},
+        {"value": base, "edit": {"key": "allow_fallback_limits", "checked": False}},
+        {"value": {"allow_fallback_limits": False}, "edit": {"key": "allow_fallback_limits", "checked": True}},
+        {"value": "not an object", "edit": {"key": "tail_turns", "raw": "3"}},
+        {"value": {}, "edit": {"key": "overflow_fallback", "checked": True}},
+        {"value": {"overflow_fallback": "drop_oldest"}, "edit": {"key": "overflow_fallback", "checked": False}},
+        {"value": {}, "edit": {"key": "estimator", "checked": True}},
+        {"value": {}, "edit": {"key": "user_less_compaction", "checked": False}},
+    ]
+    proposals = [r["proposals"] for r in render(scenarios, tmp_path)["results"]]
+    assert proposals == [
+        [{"lease_dir": "/x", "other": 1}],
+        [{"tail_turns": 7, "lease_dir": "/x", "other": 1}],
+        [],
+        [],
+        [],
+        [{"tail_turns": 5, "lease_dir": "/x", "other": 1, "reserved_pct": 9007199254740991}],
+        [{"tail_turns": 5, "other": 1}],
+        [{"tail_turns": 5, "lease_dir": " ~/leases ", "other": 1}],
+        [{"tail_turns": 5, "lease_dir": "/x", "other": 1, "allow_fallback_limits": False}],
+        [{"allow_fallback_limits": True}],
+        [{"tail_turns": 3}],
+        [{"overflow_fallback": "drop_oldest"}],
+        [{"overflow_fallback": "error"}],
+        [{"estimator": "auto"}],
+        [{"user_less_compaction": False}],
+    ]
+
+
+def test_form_shows_current_values(tmp_path, node_available):
+    if not node_available:
+        assert "typeof current === 'number'" in PAGE
+        return
+    value = {"tail_turns": 0, "reserved_pct": "12", "lease_dir": 5, "allow_fallback_limits": False,
+             "estimator": "auto", "user_less_compaction": False}
+    controls = render([{"value": value}], tmp_path)["results"][0]["controls"]
+    assert controls["tail_turns"]["value"] == "0"
+    assert controls["reserved_pct"]["value"] == ""
+    assert controls["lease_dir"]["value"] == ""
+    assert controls["allow_fallback_limits"]["checked"] is False
+    assert controls["estimator"]["checked"] is True
+    assert controls["user_less_compaction"]["checked"] is False
+
+
+def test_form_errors(tmp_path, node_available):
+    if not node_available:
+        assert 'role: \'alert\'' in PAGE
+        return
+    errors = [["/tail_turns", "must be >= 0"], ["", "value is not an object"], ["/lease dir/x", "bad"]]
+    result = render([{"value": {}, "errors": errors}], tmp_path)["results"][0]
+    assert result["alert"] == [
+        {"id": "context-manager-cfg-error--tail_turns", "text": "/tail_turns: must be >= 0"},
+        {"id": "context-manager-cfg-error-root", "text": "value is not an object"},
+        {"id": "context-manager-cfg-error--lease-dir-x", "text": "/lease dir/x: bad"},
+    ]
+    invalid = sorted(k for k, c in result["controls"].items() if c["invalid"])
+    assert invalid == ["tail_turns"]
