@@ -195,7 +195,7 @@ class EngineClient:
         self.log.info("connected to the engine at %s", self.url)
 
     def _on_lost(self) -> None:
-        if self._ws is not None:
+        if self._ws is not None and not self._closing:
             self.log.warning("engine connection lost")
         self._ws = None
         if self._connected.is_set():

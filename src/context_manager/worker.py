@@ -1,0 +1,340 @@
+"""The worker process: boot against the engine, serve the seven functions, hot-reload the
+configuration, stop cleanly on SIGINT/SIGTERM (spec 04 §1.5–§1.10, §2.5–§2.12).
+
+Boot order: configuration schema registered (seeded only when nothing is stored) -> the
+authoritative value fetched -> lease directory opened -> public functions -> models-changed
+flush and its binding -> console UI -> on-config-change and its binding. Any failure before the
+functions are registered is fatal (one log line, exit status 1): a supervisor restarts the
+worker. After boot, a configuration that cannot be fetched or parsed keeps the last good one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from context_manager._version import __version__
+from context_manager.adapters.model_cache import CachingModelResolver
+from context_manager.adapters.router_models import RouterModelResolver
+from context_manager.adapters.router_summarizer import RouterSummarizer
+from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.config.parse import config_to_json, defaults_object, parse_config_value
+from context_manager.config.paths import resolve_lease_dir
+from context_manager.config.schema import config_schema
+from context_manager.config.seed import load_seed
+from context_manager.core.errors import ContextManagerError
+from context_manager.engine.client import (
+    EngineClient,
+    RegistrationRejected,
+    RemoteError,
+    invoke_callable,
+    worker_metadata,
+)
+from context_manager.handlers.context import HandlerContext
+from context_manager.handlers.registry import FUNCTIONS
+from context_manager.leases.fs_store import FsLeaseStore, LeaseDirError
+from context_manager.ports import SystemClock
+from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
+
+WORKER_NAME = "context-manager"
+DEFAULT_CONFIG_ID = "context-manager"
+CONFIG_NAME = "Context Manager"
+CONFIG_DESCRIPTION = (
+    "Tunes context-manager: output reserves, prune thresholds, the verbatim compaction tail, "
+    "the compaction lease TTL and directory, and the summariser timeout."
+)
+UI_FORM = "context-manager"
+
+CONFIG_ATTEMPTS = 3
+CONFIG_ATTEMPT_TIMEOUT_MS = 5000
+CONFIG_NAMESPACE = "default"
+
+MODELS_CHANGED_TRIGGER = "router::models::changed"
+UI_ASSETS = (
+    ("console:script", "context-manager/page.js"),
+    ("console:style", "context-manager/styles.css"),
+)
+
+log = logging.getLogger("context_manager.worker")
+
+
+class BootError(Exception):
+    """A fatal boot step: ``step`` names it, ``cause`` says why."""
+
+    def __init__(self, step: str, cause: BaseException | str) -> None:
+        super().__init__(f"{step}: {cause}")
+        self.step = step
+        self.cause = cause
+
+
+class ConfigCallError(Exception):
+    """A configuration call that failed all its attempts; ``code`` is the last error's code."""
+
+    def __init__(self, function_id: str, last: RemoteError) -> None:
+        super().__init__(f"{function_id} failed after {CONFIG_ATTEMPTS} attempts: {last}")
+        self.code = last.code
+
+
+class InternalFailure(Exception):
+    """An unexpected exception in a handler, answered as ``invocation_failed``."""
+
+
+def config_id(environ: Mapping[str, str] | None = None) -> str:
+    """``III_CONFIG_NAME`` (trimmed) when non-empty, else ``context-manager`` (spec 04 §2.5)."""
+    env = os.environ if environ is None else environ
+    return env.get("III_CONFIG_NAME", "").strip() or DEFAULT_CONFIG_ID
+
+
+def is_not_found(text: str) -> bool:
+    """Whether an error text says "nothing stored": only the outermost code `NOT_FOUND` does."""
+    marker = "remote error ("
+    start = text.find(marker)
+    if start >= 0:
+        rest = text[start + len(marker) :]
+        end = rest.find(")")
+        return end >= 0 and rest[:end] == "NOT_FOUND"
+    return text.strip() == "NOT_FOUND"
+
+
+class ConfigurationSource:
+    """The `configuration` worker as this worker sees it: retried get/register calls."""
+
+    def __init__(self, client: EngineClient, config_id: str) -> None:
+        self._client = client
+        self.config_id = config_id
+
+    async def _call(self, function_id: str, payload: dict[str, Any]) -> Any:
+        last: RemoteError | None = None
+        for attempt in range(1, CONFIG_ATTEMPTS + 1):
+            try:
+                return await self._client.invoke(
+                    function_id,
+                    payload,
+                    timeout_ms=CONFIG_ATTEMPT_TIMEOUT_MS,
+                    namespace=CONFIG_NAMESPACE,
+                )
+            except RemoteError as exc:
+                last = exc
+                if attempt < CONFIG_ATTEMPTS:
+                    log.warning(
+                        "configuration call failed, retrying (function_id=%s attempt=%d error=%s)",
+                        function_id,
+                        attempt,
+                        exc,
+                    )
+                    await anyio.sleep(0.25 * attempt)
+        assert last is not None
+        raise ConfigCallError(function_id, last)
+
+    async def try_get(self) -> tuple[bool, Any]:
+        """``(False, None)`` when nothing is stored; ``(True, reply)`` otherwise."""
+        try:
+            return True, await self._call("configuration::get", {"id": self.config_id})
+        except ConfigCallError as exc:
+            if exc.code == "NOT_FOUND":
+                return False, None
+            raise
+
+    async def register(self, seed: WorkerConfig | None) -> None:
+        payload: dict[str, Any] = {
+            "id": self.config_id,
+            "name": CONFIG_NAME,
+            "description": CONFIG_DESCRIPTION,
+            "schema": config_schema(),
+            "metadata": {"ui_form": UI_FORM},
+        }
+        found, reply = await self.try_get()
+        stored = reply.get("value") if found and isinstance(reply, dict) else None
+        # register replaces the stored value whenever initial_value is present: seed only an
+        # entry that holds nothing usable.
+        if stored is None:
+            payload["initial_value"] = config_to_json(seed) if seed is not None else defaults_object()
+        await self._call("configuration::register", payload)
+
+    async def fetch(self) -> WorkerConfig:
+        found, reply = await self.try_get()
+        if not found or not isinstance(reply, dict) or "value" not in reply:
+            raise LookupError(f"configuration `{self.config_id}` not found")
+        value = reply["value"]
+        if value is None:
+            log.info("stored configuration is null; using the built-in defaults")
+            return DEFAULT_CONFIG
+        return parse_config_value(value)
+
+
+class Worker:
+    """The live worker: per-call snapshots of the configuration and the lease store."""
+
+    def __init__(self, client: EngineClient, source: ConfigurationSource) -> None:
+        self.client = client
+        self.source = source
+        self.config: WorkerConfig = DEFAULT_CONFIG
+        self.lease_store: Any = None
+        invoke = invoke_callable(client)
+        self.model_cache = CachingModelResolver(RouterModelResolver(invoke), SystemClock())
+        self.summarizer = RouterSummarizer(
+            invoke, client.url, lambda: self.config.summarizer_timeout_ms
+        )
+        self._reload_lock = anyio.Lock()
+
+    # ------------------------------------------------------------------ boot
+
+    async def boot(self, seed_path: str | None) -> None:
+        seed = load_seed(seed_path, log=log)
+        if seed is not None:
+            log.info("configuration seed loaded; used only for a first registration (path=%s)", seed_path)
+        try:
+            await self.source.register(seed)
+        except Exception as exc:
+            raise BootError("registering context-manager configuration schema", exc) from exc
+        try:
+            self.config = await self.source.fetch()
+        except Exception as exc:
+            raise BootError("loading context-manager configuration", exc) from exc
+        try:
+            self.lease_store = FsLeaseStore(resolve_lease_dir(self.config.lease_dir))
+        except LeaseDirError as exc:
+            raise BootError("opening the compaction lease directory", exc) from exc
+        await self._register_functions()
+
+    async def _register_functions(self) -> None:
+        definitions = {d["id"]: d for d in function_definitions()}
+        for function_id in PUBLIC_FUNCTION_IDS:
+            await self._register(definitions[function_id])
+        log.info("public functions registered")
+        await self._register(definitions["context::on-models-changed"])
+        await self.client.register_trigger(MODELS_CHANGED_TRIGGER, "context::on-models-changed", {})
+        await self._register(definitions["context-manager::ui-content"])
+        for trigger_type, path in UI_ASSETS:
+            await self.client.register_trigger(trigger_type, "context-manager::ui-content", {"path": path})
+        await self._register(definitions["context::on-config-change"])
+        await self.client.register_trigger(
+            "configuration",
+            "context::on-config-change",
+            {"configuration_id": self.source.config_id, "event_types": ["configuration:updated"]},
+        )
+        log.info("worker ready (public functions=%d)", len(PUBLIC_FUNCTION_IDS))
+
+    async def _register(self, definition: dict[str, Any]) -> None:
+        function_id = definition["id"]
+        handler = FUNCTIONS.get(function_id)
+        if handler is None:
+            log.error("no handler for %s; it is not registered", function_id)
+            return
+        await self.client.register_function(
+            function_id,
+            self._bind(function_id, handler),
+            description=definition["description"],
+            request_format=definition["request_schema"],
+            response_format=definition["response_schema"],
+            metadata=definition["metadata"],
+        )
+
+    def _bind(self, function_id: str, handler: Any) -> Any:
+        async def serve(payload: Any) -> Any:
+            try:
+                return await handler(payload, self.context())
+            except ContextManagerError:
+                raise
+            except Exception as exc:
+                log.exception("unexpected failure in %s", function_id)
+                raise InternalFailure(f"internal error: {exc}") from exc
+
+        return serve
+
+    def context(self) -> HandlerContext:
+        """The snapshot one call works with; a reload never changes a snapshot already taken."""
+        return HandlerContext(
+            config=self.config,
+            resolver=self.model_cache,
+            summarizer=self.summarizer,
+            lease_store=self.lease_store,
+            clock=SystemClock(),
+            log=logging.getLogger("context_manager"),
+            model_cache=self.model_cache,
+            on_config_change=self.reload,
+        )
+
+    # ------------------------------------------------------------------ hot reload
+
+    async def reload(self) -> None:
+        """Re-read the stored value and apply it; failures keep the previous configuration.
+
+        Reloads are serialised so overlapping deliveries converge on the latest stored value.
+        """
+        async with self._reload_lock:
+            try:
+                config = await self.source.fetch()
+            except Exception as exc:
+                log.error("configuration reload failed; the previous configuration stays in force: %s", exc)
+                return
+            if config.lease_dir != self.config.lease_dir:
+                try:
+                    store = FsLeaseStore(resolve_lease_dir(config.lease_dir))
+                except LeaseDirError as exc:
+                    log.error(
+                        "new lease store could not be opened; previous store and configuration "
+                        "stay in force: %s",
+                        exc,
+                    )
+                    return
+                # Store first, then the snapshot: the snapshot's lease_dir always matches a store.
+                self.lease_store = store
+                log.info("lease store replaced (lease_dir=%s)", config.lease_dir)
+            self.config = config
+            log.info("configuration reloaded")
+
+
+async def serve(url: str, config_path: str | None) -> int:
+    """Run the worker until SIGINT/SIGTERM; the exit status."""
+    client = EngineClient(url, worker_metadata(WORKER_NAME, __version__))
+    worker = Worker(client, ConfigurationSource(client, config_id()))
+    status = 0
+
+    async def watch_signals(scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                log.info("stopping")
+                scope.cancel()
+                return
+
+    async def run_client(scope: anyio.CancelScope) -> None:
+        nonlocal status
+        try:
+            await client.run()
+        except RegistrationRejected as exc:
+            log.error("the engine rejected this worker: %s", exc)
+            status = 1
+            scope.cancel()
+
+    async def boot_then_wait(scope: anyio.CancelScope) -> None:
+        nonlocal status
+        try:
+            await worker.boot(config_path)
+        except BootError as exc:
+            log.error("boot failed: %s", exc)
+            status = 1
+            scope.cancel()
+            return
+        await anyio.sleep_forever()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch_signals, tg.cancel_scope)
+        tg.start_soon(run_client, tg.cancel_scope)
+        tg.start_soon(boot_then_wait, tg.cancel_scope)
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        await client.close()
+    return status
+
+
+def run_worker(url: str, config_path: str | None) -> int:
+    """Entry point of ``python -m context_manager [--url] [--config]``: the exit status."""
+    try:
+        return anyio.run(serve, url, config_path)
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,269 @@
+"""Worker boot and hot reload against the test engine's `configuration` worker, in-process
+(spec 04 §1.5, §2.5–§2.12)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from engine_harness import TestEngine
+
+from context_manager.config.model import DEFAULT_CONFIG
+from context_manager.config.parse import defaults_object
+from context_manager.config.schema import config_schema
+from context_manager.engine.client import Backoff, EngineClient, worker_metadata
+from context_manager.worker import (
+    BootError,
+    ConfigurationSource,
+    Worker,
+    config_id,
+    is_not_found,
+)
+
+pytestmark = pytest.mark.anyio
+
+CONFIG_ID = "context-manager"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def compose_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # Relative lease directories resolve under III_COMPOSE_DIR: keep them inside tmp_path.
+    monkeypatch.setenv("III_COMPOSE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def engine() -> Any:
+    engine = TestEngine().start()
+    yield engine
+    engine.stop()
+
+
+@asynccontextmanager
+async def connected(engine: TestEngine) -> AsyncIterator[Worker]:
+    client = EngineClient(engine.url, worker_metadata("context-manager", "0.1.0"), backoff=Backoff(50, 2.0, 400, 0.0))
+    worker = Worker(client, ConfigurationSource(client, CONFIG_ID))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client.run)
+        await client.wait_connected()
+        try:
+            yield worker
+        finally:
+            await client.close()
+
+
+def store(engine: TestEngine, value: Any) -> None:
+    """An entry registered by an earlier run, holding ``value``."""
+    engine.configuration.register({"id": CONFIG_ID, "name": "x", "description": "x", "schema": config_schema(), "initial_value": value})
+
+
+def config_calls(engine: TestEngine) -> list[tuple[str, Any]]:
+    return [(fid, data) for fid, data in engine.calls if fid.startswith("configuration::")]
+
+
+# ---------------------------------------------------------------- NOT_FOUND rule (§2.7)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("NOT_FOUND", True),
+        ("remote error (NOT_FOUND): configuration not found", True),
+        ("configuration::get failed after 3 attempts: remote error (NOT_FOUND): missing", True),
+        ("function_not_found", False),
+        ("statement_not_found", False),
+        ("RESOURCE_NOT_FOUND", False),
+        ("remote error (ADAPTER_ERROR): NOT_FOUND", False),
+        ("remote error (OTHER): remote error (NOT_FOUND): nested", False),
+        ("configuration::get failed after 3 attempts: function_not_found", False),
+        ("remote error (not_found): x", False),
+    ],
+)
+def test_not_found_rule(text: str, expected: bool) -> None:
+    assert is_not_found(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [({}, "context-manager"), ({"III_CONFIG_NAME": "  ctx-b \n"}, "ctx-b"), ({"III_CONFIG_NAME": "   "}, "context-manager")],
+)
+def test_config_id(env: dict[str, str], expected: str) -> None:
+    assert config_id(env) == expected
+
+
+# ---------------------------------------------------------------- boot (§2.6 decision matrix)
+
+
+async def test_first_boot_seeds_the_defaults_after_three_not_found(engine: TestEngine) -> None:
+    with anyio.fail_after(15):
+        async with connected(engine) as worker:
+            started = anyio.current_time()
+            await worker.boot(None)
+            elapsed = anyio.current_time() - started
+    calls = config_calls(engine)
+    assert [fid for fid, _ in calls] == ["configuration::get"] * 3 + ["configuration::register", "configuration::get"]
+    assert all(data == {"id": CONFIG_ID} for fid, data in calls if fid == "configuration::get")
+    register = dict(calls[3][1])
+    assert register.pop("schema") == config_schema()
+    assert register.pop("initial_value") == defaults_object()
+    description = register.pop("description")
+    assert isinstance(description, str) and description
+    assert register == {"id": CONFIG_ID, "name": "Context Manager", "metadata": {"ui_form": "context-manager"}}
+    assert worker.config == DEFAULT_CONFIG
+    assert 0.75 <= elapsed < 3
+    namespaces = {f.get("namespace") for _, f in engine.received if str(f.get("function_id")).startswith("configuration::")}
+    assert namespaces == {"default"}
+
+
+async def test_stored_value_wins_over_the_seed(engine: TestEngine, tmp_path: Path) -> None:
+    store(engine, {"tail_turns": 7, "lease_dir": str(tmp_path / "leases")})
+    seed = tmp_path / "seed.yaml"
+    seed.write_text("tail_turns: 5\n")
+    with anyio.fail_after(10):
+        async with connected(engine) as worker:
+            await worker.boot(str(seed))
+    register = [data for fid, data in config_calls(engine) if fid == "configuration::register"]
+    assert len(register) == 1 and "initial_value" not in register[0]
+    assert worker.config.tail_turns == 7
+    assert worker.lease_store.directory == tmp_path / "leases"
+    assert (tmp_path / "leases").is_dir()
+
+
+async def test_null_value_is_seeded_from_the_file(
+    engine: TestEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEASES", str(tmp_path / "seeded"))
+    store(engine, None)
+    seed = tmp_path / "seed.yaml"
+    seed.write_text("tail_turns: 5\nlease_dir: ${LEASES}\n")
+    with anyio.fail_after(10):
+        async with connected(engine) as worker:
+            await worker.boot(str(seed))
+    [register] = [data for fid, data in config_calls(engine) if fid == "configuration::register"]
+    assert register["initial_value"] == {**defaults_object(), "tail_turns": 5, "lease_dir": str(tmp_path / "seeded")}
+    assert worker.config.tail_turns == 5
+    assert (tmp_path / "seeded").is_dir()
+
+
+async def test_unusable_seed_falls_back_to_defaults(engine: TestEngine, tmp_path: Path) -> None:
+    seed = tmp_path / "seed.yaml"
+    seed.write_text("tail_truns: 5\n")
+    with anyio.fail_after(10):
+        async with connected(engine) as worker:
+            await worker.boot(str(seed))
+    [register] = [data for fid, data in config_calls(engine) if fid == "configuration::register"]
+    assert register["initial_value"] == defaults_object()
+
+
+async def test_invalid_stored_value_is_fatal_at_boot(engine: TestEngine) -> None:
+    store(engine, {"tail_truns": 3})
+    with anyio.fail_after(10):
+        async with connected(engine) as worker:
+            with pytest.raises(BootError) as info:
+                await worker.boot(None)
+    assert info.value.step == "loading context-manager configuration"
+    assert str(info.value).startswith("loading context-manager configuration: json parse: ")
+    assert "unknown field `tail_truns`" in str(info.value)
+    assert not engine.function_ids()
+
+
+async def test_absent_configuration_worker_is_fatal_at_boot(engine: TestEngine) -> None:
+    engine.configuration_enabled = False
+    with anyio.fail_after(10):
+        async with connected(engine) as worker:
+            with pytest.raises(BootError) as info:
+                await worker.boot(None)
+    assert str(info.value) == (
+        "registering context-manager configuration schema: configuration::get failed after 3 attempts: "
+        "remote error (function_not_found): Function configuration::get not found in namespace default."
+    )
+    assert [fid for fid, _ in engine.calls if fid.startswith("configuration::")] == ["configuration::get"] * 3
+
+
+async def test_register_rejection_is_fatal(engine: TestEngine) -> None:
+    with anyio.fail_after(10):
+        async with connected(engine) as worker:
+            worker.source.config_id = "Not Valid!"
+            with pytest.raises(BootError) as info:
+                await worker.boot(None)
+    assert info.value.step == "registering context-manager configuration schema"
+    assert "configuration::register failed after 3 attempts: remote error (INVALID_ID)" in str(info.value)
+
+
+async def test_uncreatable_lease_dir_is_fatal(engine: TestEngine, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    store(engine, {"lease_dir": str(blocker / "leases")})
+    with anyio.fail_after(10):
+        async with connected(engine) as worker:
+            with pytest.raises(BootError) as info:
+                await worker.boot(None)
+    assert str(info.value).startswith(f"opening the compaction lease directory: create lease_dir {blocker / 'leases'}: ")
+
+
+# ---------------------------------------------------------------- hot reload (§2.10)
+
+
+async def test_reload_applies_valid_values_and_keeps_the_last_good(engine: TestEngine, tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        async with connected(engine) as worker:
+            await worker.boot(None)
+            first_store = worker.lease_store
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"reserved_pct": 50})
+            await worker.reload()
+            assert worker.config.reserved_pct == 50
+            assert worker.lease_store is first_store  # lease_dir unchanged
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"reserved_pct": "fifty"})
+            await worker.reload()
+            assert worker.config.reserved_pct == 50
+
+            engine.configuration.store_unchecked(CONFIG_ID, None)
+            await worker.reload()
+            assert worker.config == DEFAULT_CONFIG
+
+            del engine.configuration.entries[CONFIG_ID]
+            await worker.reload()
+            assert worker.config == DEFAULT_CONFIG
+
+
+async def test_reload_rebuilds_the_lease_store_when_lease_dir_changes(engine: TestEngine, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with anyio.fail_after(30):
+        async with connected(engine) as worker:
+            await worker.boot(None)
+            assert worker.lease_store.directory == tmp_path / "data" / "context-manager"
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"lease_dir": str(tmp_path / "new"), "tail_turns": 4})
+            await worker.reload()
+            assert worker.lease_store.directory == tmp_path / "new"
+            assert (tmp_path / "new").is_dir()
+            assert (worker.config.lease_dir, worker.config.tail_turns) == (str(tmp_path / "new"), 4)
+            kept_store = worker.lease_store
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"lease_dir": str(blocker / "x"), "tail_turns": 9})
+            await worker.reload()
+            assert worker.lease_store is kept_store
+            assert (worker.config.lease_dir, worker.config.tail_turns) == (str(tmp_path / "new"), 4)
+
+
+async def test_configuration_worker_gone_after_boot_keeps_the_config(engine: TestEngine) -> None:
+    with anyio.fail_after(30):
+        async with connected(engine) as worker:
+            await worker.boot(None)
+            engine.configuration.store_unchecked(CONFIG_ID, {"tail_turns": 6})
+            await worker.reload()
+            engine.configuration_enabled = False
+            await worker.reload()
+            assert worker.config.tail_turns == 6
