@@ -1,0 +1,128 @@
+"""Compaction inside ``context::assemble`` (spec 03 §5.2–§5.3).
+
+``context::assemble`` calls :func:`try_compact` once its view is still over budget after the cap
+and prune passes and compaction is allowed. Any reason not to compact (busy lease, nothing to
+summarise, whole-head selection, failed or empty summariser) is ``None``: assemble then falls
+through to emergency reduction and, if that is not enough, ``context/overflow``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from context_manager.config.model import WorkerConfig
+from context_manager.core import lease
+from context_manager.core.budget import preserve_recent
+from context_manager.core.ports_compaction import LeaseStore, SummarizeError, Summarizer
+from context_manager.core.selection import select
+from context_manager.core.summarize import SummaryModel, summarize_head
+from context_manager.core.types import ModelInput
+from context_manager.ports import Clock
+
+
+class InlineCompactionRequest(Protocol):
+    """The data assemble hands over (``core.assemble.CompactionRequest`` has these members).
+
+    * ``view``: model-facing messages after media normalisation, cap and prune (no customs);
+    * ``sizes``: ``sizes[i]`` is the estimate of ``view[i]``;
+    * ``request_messages``: the decoded request list as received, customs included (what the
+      default lease key hashes, so ``context::compact`` contends on the same claim);
+    * ``lease_key``: ``options.lease_key`` verbatim, ``None`` for the default key;
+    * ``previous_summary``: ``options.previous_summary``, the anchor of chunk 0;
+    * ``usable``: the call's usable budget (summariser input budget, base of the tail budget);
+    * ``tail_turns``: ``options.tail_turns`` if given, else ``config.tail_turns``;
+    * ``model``: the request's ``ModelInput`` (the summary runs on the same model);
+    * ``config``: this call's configuration snapshot.
+    """
+
+    view: Sequence[dict[str, Any]]
+    sizes: Sequence[int]
+    request_messages: Sequence[dict[str, Any]]
+    lease_key: str | None
+    previous_summary: str | None
+    usable: int
+    tail_turns: int
+    model: ModelInput
+    config: WorkerConfig
+
+
+class InlineCompactionDeps(Protocol):
+    """The call context (``handlers.context.HandlerContext`` fits)."""
+
+    summarizer: Summarizer | None
+    lease_store: LeaseStore | None
+    clock: Clock
+    log: logging.Logger
+
+
+@dataclass(frozen=True, slots=True)
+class InlineCompaction:
+    """A summary of ``view[:head_len]``; the verbatim tail starts at view index ``tail_start_view``.
+
+    ``0 < head_len < len(view)`` and ``tail_start_view == head_len``; ``tokens_before`` is
+    ``sum(sizes[:head_len])``. Assemble maps ``tail_start_view`` through ``view_to_orig``.
+    """
+
+    summary: str
+    head_len: int
+    tail_start_view: int
+    tokens_before: int
+
+
+async def try_compact(
+    request: InlineCompactionRequest, deps: InlineCompactionDeps
+) -> InlineCompaction | None:
+    """Summarise the head of assemble's view under the history's lease (03 §5.3).
+
+    The lease is taken before selection and released whatever happens, also when selection
+    then finds nothing to summarise; a busy lease skips compaction without calling the
+    summariser.
+    """
+    if deps.summarizer is None:
+        return None
+    key = request.lease_key
+    if key is None:
+        key = lease.default_lease_key(request.request_messages)
+    store = deps.lease_store  # one snapshot for acquire and release
+    nonce: str | None = None
+    if store is not None:
+        nonce = await lease.acquire(
+            store, deps.clock, key, lease.ttl_ms(request.config.lease_ttl_secs)
+        )
+        if nonce is None:
+            deps.log.info("compaction skipped: lease %s is held", key)
+            return None
+    try:
+        return await _compact_view(request, deps.summarizer, deps.log)
+    finally:
+        if store is not None and nonce is not None:
+            await lease.release(store, key, nonce)
+
+
+async def _compact_view(
+    request: InlineCompactionRequest, summarizer: Summarizer, log: logging.Logger
+) -> InlineCompaction | None:
+    view = request.view
+    budget = preserve_recent(request.usable, None)
+    selection = select(view, request.sizes, budget, request.tail_turns)
+    head_len = selection.head_len
+    if head_len == 0 or head_len >= len(view):
+        return None  # nothing to summarise, or everything would be (assemble keeps a tail)
+    tokens_before = sum(request.sizes[:head_len])
+    try:
+        summary = await summarize_head(
+            summarizer,
+            SummaryModel(request.model.id, request.model.provider),
+            view[:head_len],
+            request.usable,
+            previous_summary=request.previous_summary,
+            instructions=None,
+            config=request.config,
+            log=log,
+        )
+    except SummarizeError as exc:
+        log.warning("compaction skipped: %s", exc)
+        return None
+    return InlineCompaction(summary, head_len, head_len, tokens_before)
