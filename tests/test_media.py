@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from shorthand import PNG, A, C, M, U, sizes
 
 from context_manager.core.media import (
@@ -164,3 +166,58 @@ def test_marker_texts_are_exact():
     assert TOOL == "[tool image omitted after use; re-call the function if visual details are needed]"
     assert USER == ("[user image omitted after use; ask the user to resend it if visual details "
                     "are needed]")
+
+
+_block = st.sampled_from(["text", "image", "nested"])
+_message = st.tuples(st.sampled_from(["user", "assistant", "function_result", "wrapper"]),
+                     st.lists(_block, max_size=3))
+
+
+def _build(role: str, kinds: list[str], ts: int) -> dict:
+    blocks = []
+    for kind in kinds:
+        if kind == "text":
+            blocks.append({"type": "text", "text": "t"})
+        elif kind == "image":
+            blocks.append(PNG)
+        else:
+            blocks.append({"type": "function_result", "function_call_id": "c", "content": [PNG]})
+    if role == "wrapper":
+        blocks.append({"type": "function_result", "function_call_id": "w", "content": []})
+        role = "user"
+    if role == "assistant":
+        return M({"role": "assistant", "content": blocks, "stop_reason": "end", "model": "m",
+                  "provider": "p", "timestamp": ts})
+    if role == "function_result":
+        return M({"role": "function_result", "function_call_id": "c", "function_id": "f",
+                  "content": blocks, "timestamp": ts})
+    return M({"role": "user", "content": blocks, "timestamp": ts})
+
+
+def _pairs(before: list[dict], after: list[dict]):
+    assert len(before) == len(after)
+    for old, new in zip(before, after):
+        assert old["type"] == new["type"] or (old["type"] == "image" and new["type"] == "text")
+        if old["type"] == "function_result":
+            yield from _pairs(old["content"], new["content"])
+        else:
+            yield old, new
+
+
+@settings(max_examples=100, deadline=None)
+@given(specs=st.lists(_message, max_size=8), capability=st.sampled_from(["vision", "text_only", "unknown"]))
+def test_only_images_change_one_for_one_into_markers(specs, capability):
+    view = [_build(role, kinds, ts) for ts, (role, kinds) in enumerate(specs)]
+    normalized = normalize_media(view, capability)
+    markers = {TEXT, TOOL, USER}
+    for message, new in zip(view, normalized):
+        assert {k: v for k, v in message.items() if k != "content"} == {
+            k: v for k, v in new.items() if k != "content"}
+        assert list(message) == list(new)
+        for old, block in _pairs(message["content"], new["content"]):
+            if old != block:
+                assert old["type"] == "image" and block["type"] == "text" and block["text"] in markers
+            if capability == "text_only" and old["type"] == "image":
+                assert block == {"type": "text", "text": TEXT}
+    if capability == "unknown":
+        assert normalized == view

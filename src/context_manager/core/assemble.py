@@ -70,7 +70,6 @@ from .types import ModelInput
 _INLINE_COMPACTION_MODULE = "context_manager.core.inline_compaction"
 
 
-
 @dataclass(frozen=True, slots=True)
 class AssembleOptions:
     reserved_tokens: int | None = None
@@ -131,10 +130,6 @@ class CompactionOutcome:
     tokens_before: int
 
 
-def _capability(vision: str) -> Capability:
-    return vision if vision in ("vision", "text_only") else "unknown"  # type: ignore[return-value]
-
-
 @dataclass(slots=True)
 class _Context:
     """The working state of one call; ``total`` is the size of what would be returned now."""
@@ -164,25 +159,7 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
     usable = usable_budget(resolved, reserved, options.thinking_level)
     estimator = estimator_for_model(request.model.id, config)
 
-    view: list[Message] = []
-    view_to_orig: list[int] = []
-    for index, message in enumerate(request.messages):
-        if message["role"] != "custom":
-            view.append(message)
-            view_to_orig.append(index)
-    view = normalize_media(view, _capability(resolved.vision))
-
-    system_prompt = render_system_prompt(request.system_prompt, options.previous_summary)
-    tools = request.tools or []
-    state = _Context(
-        view=view,
-        sizes=[estimator.message(m) for m in view],
-        view_to_orig=view_to_orig,
-        system_prompt=system_prompt,
-        prompt_tokens=estimator.text(system_prompt),
-        tools_tokens=sum(estimator.function(tool) for tool in tools),
-        overhead_tokens=options.request_overhead_tokens or 0,
-    )
+    state = _initial_context(request, resolved.vision, estimator)
     applied: dict[str, Any] = {
         "initial_token_count": state.total(),
         "pruned": False,
@@ -191,83 +168,21 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
         "capped_tokens": 0,
         "compacted": False,
     }
-
-    threshold = (
-        options.max_result_tokens
-        if options.max_result_tokens is not None
-        else config.max_result_tokens
-    )
-    if threshold > 0:
-        capped = cap_results(state.view, state.sizes, threshold, estimator)
-        state.view, state.sizes = capped.messages, capped.sizes
-        applied["capped_parts"] = capped.stats.capped_parts
-        applied["capped_tokens"] = capped.stats.capped_tokens
-        if capped.stats.capped_parts:
-            deps.log.info(
-                "assemble: capped %d oversized function result(s), %d tokens",
-                capped.stats.capped_parts,
-                capped.stats.capped_tokens,
-            )
-
+    _cap_pass(state, options, config, estimator, applied, deps.log)
     if options.allow_prune is not False:
-        params = PruneParams(
-            protect_recent_tokens=config.protect_recent_tokens,
-            decay_user_turns=config.decay_user_turns,
-            protected_user_turns=config.protected_user_turns,
-            min_free_tokens=config.min_free_tokens,
-            max_output_chars=config.max_output_chars,
-            protected_functions=options.protected_functions or (),
-        )
-        pruned = prune(state.view, params, estimator, state.sizes)
-        state.view, state.sizes = pruned.messages, pruned.sizes or []
-        applied["pruned"] = pruned.stats.pruned_parts > 0
-        applied["pruned_tokens"] = pruned.stats.pruned_tokens
-
+        _prune_pass(state, options, config, estimator, applied)
     if state.total() > usable and options.allow_compaction is not False:
         outcome = await compaction_step(
-            CompactionRequest(
-                view=list(state.view),
-                sizes=list(state.sizes),
-                view_to_orig=list(state.view_to_orig),
-                request_messages=request.messages,
-                lease_key=options.lease_key,
-                base_system_prompt=request.system_prompt,
-                previous_summary=options.previous_summary,
-                system_prompt=state.system_prompt,
-                usable=usable,
-                tail_turns=(
-                    options.tail_turns if options.tail_turns is not None else config.tail_turns
-                ),
-                model=request.model,
-                estimator=estimator,
-                config=config,
-            ),
-            deps,
+            _compaction_request(state, request, usable, estimator, config), deps
         )
         if outcome is not None:
             _apply_compaction(state, outcome, request.system_prompt, estimator, applied)
+    if state.total() > usable:
+        _emergency_pass(state, state.total() - usable, estimator, applied)
 
     token_count = state.total()
     if token_count > usable:
-        reduced = emergency_reduce(state.view, state.sizes, token_count - usable, estimator)
-        state.view, state.sizes = reduced.messages, reduced.sizes
-        applied["pruned"] = applied["pruned"] or reduced.stats.pruned_parts > 0
-        applied["pruned_tokens"] += reduced.stats.pruned_tokens
-        token_count = state.total()
-
-    if token_count > usable:
         raise errors.overflow(token_count, usable)
-
-    breakdown: dict[str, Any] = {
-        "system_prompt_tokens": state.prompt_tokens,
-        "tools_tokens": state.tools_tokens,
-        "by_role": by_role(state.view, state.sizes),
-    }
-    if request.parts is not None:
-        breakdown["by_part"] = {
-            name: estimator.text(text) for name, text in sorted(request.parts.items())
-        }
-    breakdown["estimator"] = estimator.kind
     return {
         "system_prompt": state.system_prompt,
         "messages": state.view,
@@ -276,8 +191,128 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
         "effective_max_output_tokens": resolved.max_output_tokens,
         "model_resolved": resolved.provenance,
         "applied": applied,
-        "breakdown": breakdown,
+        "breakdown": _breakdown(state, request.parts, estimator),
     }
+
+
+def _initial_context(request: AssembleRequest, vision: Capability, estimator: Estimator) -> _Context:
+    """The model-facing view (no custom messages, media normalized) and its size memo."""
+    view: list[Message] = []
+    view_to_orig: list[int] = []
+    for index, message in enumerate(request.messages):
+        if message["role"] != "custom":
+            view.append(message)
+            view_to_orig.append(index)
+    view = normalize_media(view, vision)
+    system_prompt = render_system_prompt(request.system_prompt, request.options.previous_summary)
+    return _Context(
+        view=view,
+        sizes=[estimator.message(m) for m in view],
+        view_to_orig=view_to_orig,
+        system_prompt=system_prompt,
+        prompt_tokens=estimator.text(system_prompt),
+        tools_tokens=sum(estimator.function(tool) for tool in request.tools or []),
+        overhead_tokens=request.options.request_overhead_tokens or 0,
+    )
+
+
+def _cap_pass(
+    state: _Context,
+    options: AssembleOptions,
+    config: WorkerConfig,
+    estimator: Estimator,
+    applied: dict[str, Any],
+    log: logging.Logger,
+) -> None:
+    threshold = (
+        options.max_result_tokens
+        if options.max_result_tokens is not None
+        else config.max_result_tokens
+    )
+    if threshold == 0:
+        return
+    capped = cap_results(state.view, state.sizes, threshold, estimator)
+    state.view, state.sizes = capped.messages, capped.sizes
+    applied["capped_parts"] = capped.stats.capped_parts
+    applied["capped_tokens"] = capped.stats.capped_tokens
+    if capped.stats.capped_parts:
+        log.info(
+            "assemble: capped %d oversized function result(s), %d tokens",
+            capped.stats.capped_parts,
+            capped.stats.capped_tokens,
+        )
+
+
+def _prune_pass(
+    state: _Context,
+    options: AssembleOptions,
+    config: WorkerConfig,
+    estimator: Estimator,
+    applied: dict[str, Any],
+) -> None:
+    # Assemble reads every prune threshold from configuration; only the protected list is per call.
+    params = PruneParams(
+        protect_recent_tokens=config.protect_recent_tokens,
+        decay_user_turns=config.decay_user_turns,
+        protected_user_turns=config.protected_user_turns,
+        min_free_tokens=config.min_free_tokens,
+        max_output_chars=config.max_output_chars,
+        protected_functions=options.protected_functions or (),
+    )
+    pruned = prune(state.view, params, estimator, state.sizes)
+    assert pruned.sizes is not None
+    state.view, state.sizes = pruned.messages, pruned.sizes
+    applied["pruned"] = pruned.stats.pruned_parts > 0
+    applied["pruned_tokens"] = pruned.stats.pruned_tokens
+
+
+def _compaction_request(
+    state: _Context,
+    request: AssembleRequest,
+    usable: int,
+    estimator: Estimator,
+    config: WorkerConfig,
+) -> CompactionRequest:
+    options = request.options
+    return CompactionRequest(
+        view=list(state.view),
+        sizes=list(state.sizes),
+        view_to_orig=list(state.view_to_orig),
+        request_messages=request.messages,
+        lease_key=options.lease_key,
+        base_system_prompt=request.system_prompt,
+        previous_summary=options.previous_summary,
+        system_prompt=state.system_prompt,
+        usable=usable,
+        tail_turns=options.tail_turns if options.tail_turns is not None else config.tail_turns,
+        model=request.model,
+        estimator=estimator,
+        config=config,
+    )
+
+
+def _emergency_pass(
+    state: _Context, required: int, estimator: Estimator, applied: dict[str, Any]
+) -> None:
+    reduced = emergency_reduce(state.view, state.sizes, required, estimator)
+    state.view, state.sizes = reduced.messages, reduced.sizes
+    # Emergency work is reported with prune's: `pruned` is OR-ed and its freed total added.
+    applied["pruned"] = applied["pruned"] or reduced.stats.pruned_parts > 0
+    applied["pruned_tokens"] += reduced.stats.pruned_tokens
+
+
+def _breakdown(
+    state: _Context, parts: dict[str, str] | None, estimator: Estimator
+) -> dict[str, Any]:
+    breakdown: dict[str, Any] = {
+        "system_prompt_tokens": state.prompt_tokens,
+        "tools_tokens": state.tools_tokens,
+        "by_role": by_role(state.view, state.sizes),
+    }
+    if parts is not None:
+        breakdown["by_part"] = {name: estimator.text(text) for name, text in sorted(parts.items())}
+    breakdown["estimator"] = estimator.kind
+    return breakdown
 
 
 def _apply_compaction(
