@@ -8,7 +8,7 @@ import pytest
 
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import ConfigError
-from context_manager.config.seed import expand_env, load_seed, parse_seed_text, read_seed_file
+from context_manager.config.seed import expand_env, load_seed, load_seed_file, parse_seed_text, read_seed_file
 
 ENV = {"CTX": "/tmp/l", "EMPTY": "", "A": "1"}
 
@@ -212,3 +212,15 @@ def test_load_seed_success(tmp_path):
     good = tmp_path / "good.yaml"
     good.write_text("tail_turns: 9\n", encoding="utf-8")
     assert load_seed(str(good), ENV) == WorkerConfig(tail_turns=9)
+
+
+def test_load_seed_file_for_the_call_command(tmp_path):
+    path = tmp_path / "call.yaml"
+    path.write_text("tail_turns: ${A}\n", encoding="utf-8")
+    assert load_seed_file(str(path), ENV) == WorkerConfig(tail_turns=1)
+    path.write_text("tail_turns: yes\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_seed_file(str(path), ENV)
+    assert str(err.value) == 'yaml parse: invalid type: string "yes", expected usize'
+    with pytest.raises(OSError):
+        load_seed_file(str(tmp_path / "missing.yaml"), ENV)

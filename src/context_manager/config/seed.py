@@ -165,6 +165,18 @@ def read_seed_file(path: str, environ: Mapping[str, str] | None = None,
     return parse_seed_text(text, environ, log)
 
 
+def load_seed_file(path: str, environ: Mapping[str, str] | None = None,
+                   log: logging.Logger | None = None) -> WorkerConfig:
+    """A configuration file for the ``call`` command, read like a seed.
+
+    An unreadable file raises ``OSError`` (a usage error there); invalid content raises
+    :class:`ConfigError` with the ``yaml parse`` prefix.
+    """
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    return parse_seed_text(text, environ, log)
+
+
 def load_seed(path: str | None, environ: Mapping[str, str] | None = None,
               log: logging.Logger | None = None) -> WorkerConfig | None:
     """The seed for boot step 2: the parsed file, or ``None`` (with a warning) when unusable."""
