@@ -22,12 +22,13 @@ class WorkerProcess:
         cwd: str | Path | None = None,
     ) -> None:
         self._log: IO[bytes] = tempfile.TemporaryFile()
+        self._out: IO[bytes] = tempfile.TemporaryFile()
         full_env = dict(os.environ)
         full_env.pop("III_URL", None)
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "context_manager", "--url", url, *extra_args],
-            stdout=subprocess.DEVNULL,
+            stdout=self._out,
             stderr=self._log,
             stdin=subprocess.DEVNULL,
             env=full_env,
@@ -38,6 +39,10 @@ class WorkerProcess:
     def stderr(self) -> str:
         self._log.seek(0)
         return self._log.read().decode("utf-8", "replace")
+
+    def stdout_text(self) -> str:
+        self._out.seek(0)
+        return self._out.read().decode("utf-8", "replace")
 
     def wait(self, timeout: float) -> int:
         return self.proc.wait(timeout)
@@ -50,3 +55,4 @@ class WorkerProcess:
             self.proc.kill()
             self.proc.wait(10)
         self._log.close()
+        self._out.close()
