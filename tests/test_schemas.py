@@ -6,7 +6,6 @@ The only allowed differences are the documented additions, named explicitly belo
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
