@@ -1,0 +1,83 @@
+"""End-to-end column: one call through the test engine and a real worker process (WebSocket
+round trip), using the engine developer's harness in ``tests/engine_harness``.
+
+This is a hook: it measures only when both the harness and the worker entry point
+(``context_manager.worker``) exist; otherwise :func:`unavailable_reason` says why and the
+table marks the column pending.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.measure import clock_ms, summary
+
+ROOT = Path(__file__).resolve().parent.parent
+_FUNCTIONS = {"W1": "context::assemble", "W2": "context::assemble", "W2-prune": "context::prune",
+              "W3": "context::assemble", "W4": "context::count-tokens"}
+_engine: Any = None
+_worker: Any = None
+
+
+def unavailable_reason() -> str | None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        if importlib.util.find_spec("tests.engine_harness") is None:
+            return "tests/engine_harness not found"
+    except ModuleNotFoundError:
+        return "tests/engine_harness not found"
+    if importlib.util.find_spec("context_manager.worker") is None:
+        return "worker entry point context_manager.worker not landed yet"
+    return None
+
+
+def _start() -> Any:
+    global _engine, _worker
+    if _engine is None:
+        from tests.engine_harness import FakeRouter, TestEngine, WorkerProcess
+
+        from bench.child import SUMMARY_TEXT
+
+        # The fake router answers summaries at once, like W3's in-process summariser.
+        _engine = TestEngine(router=FakeRouter(summary=SUMMARY_TEXT)).start()
+        _worker = WorkerProcess(_engine.url, cwd=tempfile.mkdtemp(prefix="bench-worker-"))
+        _engine.wait_for_functions(set(_FUNCTIONS.values()), timeout=30)
+    return _engine
+
+
+def stop() -> None:
+    global _engine, _worker
+    if _worker is not None:
+        _worker.kill()
+    if _engine is not None:
+        _engine.stop()
+    _engine = _worker = None
+
+
+def measure(name: str, data_dir: Path, runs: int) -> dict[str, Any] | None:
+    """Median/p95 of ``runs`` engine calls on ``name``'s request (after one discarded call)."""
+    from bench.child import shifted  # the same never-seen-before variants as in-process
+
+    try:
+        engine = _start()
+    except Exception as exc:  # the harness is someone else's moving target: never fail the run
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    function_id = _FUNCTIONS[name]
+    base = orjson.loads((data_dir / f"{name}.json").read_bytes())
+    samples = []
+    try:
+        for i in range(runs + 1):
+            payload = shifted(base, 3 * i + 7)
+            ms, _ = clock_ms(lambda: engine.call(function_id, payload, timeout=120))
+            if i:
+                samples.append(ms)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return summary(samples)
