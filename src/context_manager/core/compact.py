@@ -59,7 +59,11 @@ async def compact(
     options: CompactOptions,
     deps: CompactDeps,
 ) -> dict[str, Any]:
-    """The handler steps of 03 §4.3 after decoding; the response in record order."""
+    """The handler steps of 03 §4.3 after decoding; the response in record order.
+
+    Without a lease store (``deps.lease_store is None``, in-process use with no coordination)
+    the summarisation runs unguarded.
+    """
     if not messages:
         return dict(EMPTY)
     config = deps.config

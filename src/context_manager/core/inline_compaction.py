@@ -92,7 +92,7 @@ async def try_compact(
             store, deps.clock, key, lease.ttl_ms(request.config.lease_ttl_secs)
         )
         if nonce is None:
-            deps.log.info("compaction skipped: lease %s is held", key)
+            deps.log.debug("compaction skipped: lease %s is held", key)
             return None
     try:
         return await _compact_view(request, deps.summarizer, deps.log)
