@@ -8,11 +8,12 @@ they are left out, as assemble leaves them out of its view.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-import orjson
-
 try:
+    if os.environ.get("BENCH_NO_PEER"):
+        raise ImportError("peer disabled by BENCH_NO_PEER")
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, trim_messages
     from langchain_core.messages.utils import count_tokens_approximately
 except ImportError:  # pragma: no cover - the peer is optional (extra `bench`)
@@ -66,8 +67,3 @@ def trim(lc_messages: list["BaseMessage"], max_tokens: int) -> list["BaseMessage
 
 def count(lc_messages: list["BaseMessage"], tools: list[dict[str, Any]] | None = None) -> int:
     return count_tokens_approximately(lc_messages, tools=tools)
-
-
-def plain_arguments(value: Any) -> Any:
-    """Free-form arguments with orjson fragments turned back into plain numbers."""
-    return orjson.loads(orjson.dumps(value))

@@ -96,15 +96,20 @@ def _verdict(key: tuple[str, str, str], ratio: float | None) -> tuple[str, str]:
 
 def _compare(set_name: str, function_id: str, stats: dict[str, Any], measured: str, baseline: str,
              e2e: dict[str, Any] | None = None) -> Row | None:
-    if measured not in stats or baseline not in stats:
+    if measured not in stats:
         return None
-    m, b = stats[measured], stats[baseline]
+    if baseline not in stats and not (baseline == "peer" and function_id in PEER_LABEL):
+        return None
+    m = stats[measured]
+    b = stats.get(baseline, {"median_ms": None})  # the peer is an optional extra
     ratio = m["median_ms"] / b["median_ms"] if b["median_ms"] else None
     target, verdict = _verdict((set_name, measured, baseline), ratio)
     workload = set_name.split("-")[0]
     label = PEER_LABEL.get(function_id, "peer") if baseline == "peer" else BASELINE_LABEL[baseline]
     row = Row(workload, FUNCTION_SHORT.get(function_id, function_id), MEASURED_LABEL[measured],
               m["median_ms"], m["p95_ms"], label, b["median_ms"], ratio, target, verdict)
+    if b["median_ms"] is None:
+        row.note = "peer not installed (pip install -e '.[bench]')"
     if measured == "call" and e2e:
         row.e2e_ms = e2e.get("median_ms")
         if "error" in e2e:
@@ -140,7 +145,7 @@ def build(results: dict[str, Any], e2e: dict[str, Any]) -> Report:
                 mem.target = RSS_TARGET[2]
                 mem.verdict = "PASS" if mem.ratio <= RSS_TARGET[1] else "MISS"
             report.memory.append(mem)
-    if "W3" not in results or "pending" in results.get("W3", {}):
+    if "pending" in results.get("W3", {}):
         report.memory.append(MemoryRow("W3", results.get("W3", {}).get("request_bytes", 0), 0, 0,
                                        RSS_TARGET[2], "pending"))
     w5 = results.get("W5")
@@ -224,6 +229,7 @@ def render(report: Report, e2e_state: str, markdown: bool = False) -> str:
              table(MEMORY_HEADERS, [memory_cells(m) for m in report.memory])]
     if report.pending:
         parts += ["", "Pending:"] + [f"- {p}" for p in report.pending]
-    if report.notes:
-        parts += [""] + report.notes
+    row_notes = list(dict.fromkeys(f"{r.workload} {r.function}: {r.note}" for r in report.rows if r.note))
+    if report.notes or row_notes:
+        parts += [""] + row_notes + report.notes
     return "\n".join(parts)
