@@ -60,3 +60,23 @@ def test_usage_errors_exit_2():
     assert run(["call", "context::nope"], b"{}").returncode == 2
     assert run(["call"], b"{}").returncode == 2
     assert run(["call", "context::count-tokens", "--input", "/nonexistent/file.json"]).returncode == 2
+
+
+def test_config_file_is_applied_and_an_invalid_one_is_a_usage_error(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("max_result_tokens: 0\ntail_turns: 3\n")
+    proc = run(["call", "context::count-tokens", "--config", str(good)],
+               json.dumps({"model": {"id": "m"}, "messages": [HELLO]}).encode())
+    assert proc.returncode == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tail_turns: yes\n")
+    proc = run(["call", "context::count-tokens", "--config", str(bad)], b"{}")
+    assert proc.returncode == 2
+    assert proc.stderr.decode().startswith("context-manager: yaml parse: ")
+
+
+def test_library_call_rejects_an_invalid_config_with_value_error():
+    from context_manager import call
+
+    with pytest.raises(ValueError, match="unknown field `bad`"):
+        call("context::count-tokens", {"model": {"id": "m"}, "messages": []}, config={"bad": 1})

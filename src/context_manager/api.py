@@ -62,8 +62,9 @@ def call(
 ) -> dict[str, Any]:
     """Run ``function_id`` on ``payload`` and return the response as a dict.
 
-    Raises :class:`CallError` with the code and message an engine caller would receive, and
-    :class:`UnknownFunction` for an id this worker does not serve.
+    Raises :class:`CallError` with the code and message an engine caller would receive,
+    :class:`UnknownFunction` for an id this worker does not serve, and ``ValueError``
+    (``ConfigError``) for a ``config`` that does not validate.
     """
     if function_id not in FUNCTIONS:
         raise UnknownFunction(function_id)

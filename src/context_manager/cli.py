@@ -54,6 +54,7 @@ def run_call(argv: Sequence[str]) -> int:
         return 2 if exc.code else 0
 
     from context_manager.api import UnknownFunction, build_context, call_async
+    from context_manager.config.model import DEFAULT_CONFIG
     from context_manager.core.codec import dumps_wire, loads
     from context_manager.core.errors import CallError, ContextManagerError
     from context_manager.handlers.registry import FUNCTIONS
@@ -78,7 +79,7 @@ def run_call(argv: Sequence[str]) -> int:
     import anyio
 
     try:
-        ctx = build_context(config, None) if config is not None else build_context(_defaults(), None)
+        ctx = build_context(config or DEFAULT_CONFIG, None)
         payload = loads(raw)
         result = anyio.run(call_async, args.function_id, payload, ctx)
     except ContextManagerError as exc:
@@ -93,12 +94,6 @@ def run_call(argv: Sequence[str]) -> int:
     sys.stdout.buffer.write(dumps_wire(result) + b"\n")
     sys.stdout.flush()
     return 0
-
-
-def _defaults() -> Any:
-    from context_manager.config.model import DEFAULT_CONFIG
-
-    return DEFAULT_CONFIG
 
 
 def _fail(code: str, message: str) -> int:

@@ -19,7 +19,7 @@ OVERFLOW_FALLBACKS = ("error", "drop_oldest")
 ESTIMATORS = ("heuristic", "auto")
 
 
-class ConfigError(Exception):
+class ConfigError(ValueError):
     """A configuration value that does not parse; ``str()`` is ``<prefix>: <detail>``."""
 
     def __init__(self, prefix: str, detail: str) -> None:
