@@ -21,7 +21,9 @@ from compaction_support import (
 from context_manager.config.model import DEFAULT_CONFIG
 from context_manager.core import lease
 from context_manager.core.codec import dumps_wire
+from context_manager.core.estimate import HEURISTIC
 from context_manager.core.prompts import build_system_prompt
+from context_manager.core.summarize import request_tokens
 from context_manager.core.errors import DecodeError, HandlerError
 from context_manager.core.ports_compaction import (
     LeaseRecord,
@@ -90,6 +92,8 @@ def test_example_2_ok_with_every_field():
     (call,) = summarizer.requests
     assert (call.model, call.provider) == ("big", "test")
     assert call.system_prompt == build_system_prompt(None, None)  # one call: no fragment note
+    assert (len(call.user_prompt.encode()), len(call.system_prompt.encode())) == (36164, 1099)
+    assert request_tokens(HEURISTIC, call.system_prompt, call.user_prompt) == 9402
     assert "\n[user]\n" + "x" * 36000 + "\n\n[assistant]\nr1\n</conversation>\n" in call.user_prompt
     assert store.records == {}  # released
     assert [op for op, key in store.log] == ["get", "swap", "get", "set"]
