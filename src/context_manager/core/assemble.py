@@ -12,7 +12,8 @@ a from-scratch count of what would be returned):
 6. normal prune (unless ``allow_prune`` is false);
 7. compaction, when over budget and ``allow_compaction`` is not false (see ``compaction_step``);
 8. emergency reduction, when still over budget;
-9. ``context/overflow`` when still over budget, else the response.
+9. with ``overflow_fallback: drop_oldest`` only, dropping the oldest turns/rounds (``core.drop_oldest``);
+10. ``context/overflow`` when still over budget, else the response.
 
 Compaction hand-over
 --------------------
@@ -58,6 +59,7 @@ from ..config.model import WorkerConfig
 from . import errors
 from .budget import default_reserved, usable_budget
 from .cap import cap_results
+from .drop_oldest import drop_oldest
 from .emergency import emergency_reduce
 from .estimate import Estimator, by_role, estimator_for_model
 from .media import Capability, normalize_media
@@ -179,6 +181,8 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
             _apply_compaction(state, outcome, request.system_prompt, estimator, applied)
     if state.total() > usable:
         _emergency_pass(state, state.total() - usable, estimator, applied)
+    if state.total() > usable and config.overflow_fallback == "drop_oldest":
+        _drop_oldest_pass(state, state.total() - usable, applied, deps.log)
 
     token_count = state.total()
     if token_count > usable:
@@ -299,6 +303,23 @@ def _emergency_pass(
     # Emergency work is reported with prune's: `pruned` is OR-ed and its freed total added.
     applied["pruned"] = applied["pruned"] or reduced.stats.pruned_parts > 0
     applied["pruned_tokens"] += reduced.stats.pruned_tokens
+
+
+def _drop_oldest_pass(
+    state: _Context, excess: int, applied: dict[str, Any], log: logging.Logger
+) -> None:
+    dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess)
+    if not dropped.dropped_messages:
+        return
+    state.view, state.sizes = dropped.messages, dropped.sizes
+    state.view_to_orig = dropped.view_to_orig
+    applied["dropped_messages"] = dropped.dropped_messages
+    applied["dropped_ranges"] = dropped.dropped_ranges
+    log.warning(
+        "assemble: over budget after every pass; dropped the %d oldest message(s) %s",
+        dropped.dropped_messages,
+        dropped.dropped_ranges,
+    )
 
 
 def _breakdown(

@@ -1,0 +1,120 @@
+"""The opt-in last resort (`overflow_fallback: drop_oldest`): drop the oldest history.
+
+When every other pass has run and the context is still over budget, whole units of the
+model-facing copy are dropped, oldest first, until it fits:
+
+* before the newest user message a unit is a whole turn (a user message and what follows it up to
+  the next user message; messages ahead of the first user message form a unit of their own);
+* after the newest user message, and everywhere in a window without any user message, a unit is
+  a round: an assistant message and what follows it up to the next assistant message.
+
+A unit boundary that would separate a function call from a result answering it is not a
+boundary, so a call and its result are dropped together or kept together. The unit holding the
+newest user message is never dropped (the task of a single-task session stays), and in a window
+without a user message the newest unit stays, so the list is never emptied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DropResult:
+    messages: list[Message]
+    sizes: list[int]
+    view_to_orig: list[int]
+    dropped_messages: int
+    dropped_ranges: list[list[int]]  # [start, end) request indices, ascending
+
+
+def _calls_made(message: Message) -> list[str]:
+    if message["role"] != "assistant":
+        return []
+    return [b["id"] for b in message["content"] if b["type"] == "function_call"]
+
+
+def _calls_answered(message: Message) -> list[str]:
+    if message["role"] == "function_result":
+        return [message["function_call_id"]]
+    return [b["function_call_id"] for b in message["content"] if b["type"] == "function_result"]
+
+
+def units(view: list[Message]) -> tuple[list[tuple[int, int]], int | None]:
+    """The droppable units of ``view`` as ``[start, end)`` pairs, and the index of the kept one."""
+    if not view:
+        return [], None
+    newest_user = next((i for i in range(len(view) - 1, -1, -1) if view[i]["role"] == "user"), None)
+    starts_unit = "user" if newest_user is not None else "assistant"
+    cut = [False] * (len(view) + 1)
+    for i, message in enumerate(view):
+        if newest_user is not None and i > newest_user:
+            cut[i] = message["role"] == "assistant"
+        else:
+            cut[i] = message["role"] == starts_unit
+    if newest_user is not None:
+        cut[newest_user] = True
+    cut[0] = True
+    cut[len(view)] = True
+
+    # A boundary strictly after a call and at or before its answer would split the pair.
+    blocked = [0] * (len(view) + 2)
+    called_at: dict[str, int] = {}
+    for i, message in enumerate(view):
+        for call_id in _calls_answered(message):
+            origin = called_at.get(call_id)
+            if origin is not None and origin < i:
+                blocked[origin + 1] += 1
+                blocked[i + 1] -= 1
+        for call_id in _calls_made(message):
+            called_at[call_id] = i
+    running = 0
+    for i in range(len(view) + 1):
+        running += blocked[i]
+        if running > 0 and 0 < i < len(view):
+            cut[i] = False
+
+    bounds = [i for i in range(len(view) + 1) if cut[i]]
+    spans = list(zip(bounds, bounds[1:]))
+    if newest_user is not None:
+        kept = next(k for k, (s, e) in enumerate(spans) if s <= newest_user < e)
+    else:
+        kept = len(spans) - 1
+    return spans, kept
+
+
+def drop_oldest(view: list[Message], sizes: list[int], view_to_orig: list[int],
+                excess: int) -> DropResult:
+    """Drop the oldest units until at least ``excess`` tokens are gone (or nothing is left to drop)."""
+    spans, kept = units(view)
+    dropped = [False] * len(view)
+    freed = 0
+    for k, (start, end) in enumerate(spans):
+        if freed >= excess:
+            break
+        if k == kept:
+            continue
+        for i in range(start, end):
+            dropped[i] = True
+        freed += sum(sizes[start:end])
+
+    ranges: list[list[int]] = []
+    previous = False
+    for i, gone in enumerate(dropped):
+        if gone:
+            if previous:
+                ranges[-1][1] = view_to_orig[i] + 1
+            else:
+                ranges.append([view_to_orig[i], view_to_orig[i] + 1])
+        previous = gone
+    keep = [i for i in range(len(view)) if not dropped[i]]
+    return DropResult(
+        messages=[view[i] for i in keep],
+        sizes=[sizes[i] for i in keep],
+        view_to_orig=[view_to_orig[i] for i in keep],
+        dropped_messages=len(view) - len(keep),
+        dropped_ranges=ranges,
+    )
