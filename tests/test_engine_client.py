@@ -369,3 +369,18 @@ async def test_worker_name_conflict_is_fatal(engine: TestEngine) -> None:
         except* RegistrationRejected as group:
             caught.extend(group.exceptions)
     assert [str(e) for e in caught] == ["worker name conflict: dup"]
+
+
+async def test_close_during_the_reconnect_delay_returns_at_once(engine: TestEngine) -> None:
+    client = EngineClient(engine.url, worker_metadata("slow", "0.1.0"), backoff=Backoff(5000, 2.0, 5000, 0.0))
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.run)
+            await client.wait_connected()
+            await anyio.to_thread.run_sync(engine.stop)
+            while client.is_connected:
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.1)
+            started = anyio.current_time()
+            await client.close()
+        assert anyio.current_time() - started < 1

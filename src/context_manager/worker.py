@@ -321,6 +321,11 @@ async def serve(url: str, config_path: str | None) -> int:
             status = 1
             scope.cancel()
             return
+        except Exception as exc:
+            log.error("boot failed unexpectedly: %r", exc)
+            status = 1
+            scope.cancel()
+            return
         await anyio.sleep_forever()
 
     async with anyio.create_task_group() as tg:

@@ -109,7 +109,7 @@ class EngineClient:
         self._ws: ClientConnection | None = None
         self._send_lock = anyio.Lock()
         self._connected = anyio.Event()
-        self._stopped = anyio.Event()
+        self._closed = anyio.Event()
         self._closing = False
         self._failure: BaseException | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -127,13 +127,13 @@ class EngineClient:
         finally:
             self._task_group = None
             self._fail_pending(protocol.SHUTDOWN, "client shut down")
-            self._stopped.set()
         if self._failure is not None:
             raise self._failure
 
     async def close(self) -> None:
         """Stop reconnecting, close the socket and fail calls still waiting."""
         self._closing = True
+        self._closed.set()
         ws = self._ws
         if ws is not None:
             await ws.close()
@@ -173,7 +173,8 @@ class EngineClient:
             delay = self.backoff.delay_seconds(attempt)
             attempt += 1
             self.log.info("reconnecting to the engine in %.2fs", delay)
-            await anyio.sleep(delay)
+            with anyio.move_on_after(delay):
+                await self._closed.wait()
 
     async def _on_open(self, ws: ClientConnection) -> None:
         # Replay under the send lock so a registration made meanwhile is either part of the
@@ -306,7 +307,12 @@ class EngineClient:
                 except protocol.FrameError as exc:
                     self.log.warning("ignoring an engine frame: %s", exc)
                     continue
-                await self._dispatch(frame)
+                try:
+                    await self._dispatch(frame)
+                except RegistrationRejected:
+                    raise
+                except Exception:  # one odd frame must not take the connection down
+                    self.log.exception("failed to handle a %s frame", frame["type"])
         except ConnectionClosed:
             pass
 
