@@ -4,7 +4,7 @@ import pytest
 
 from context_manager import CallError, call
 from context_manager.core.drop_oldest import drop_oldest, units
-from tests.helpers import assistant, result, user
+from helpers import assistant, result, user
 
 
 def call_round(call_id: str, text: str = "x", ts: int = 2):

@@ -11,6 +11,7 @@ from compaction_support import A, FakeSummarizer, U, X, decoded
 from context_manager.config.model import DEFAULT_CONFIG
 from context_manager.core import prompts as p
 from context_manager.core.estimate import HEURISTIC
+from context_manager.core.types import ModelInput
 from context_manager.core.ports_compaction import (
     SummarizeError,
     SummarizerEmpty,
@@ -19,7 +20,6 @@ from context_manager.core.ports_compaction import (
 )
 from context_manager.core.summarize import (
     MAX_CHUNKS,
-    SummaryModel,
     fitting_prefix,
     pipeline_deadline_ms,
     preflight_chunk_bound,
@@ -27,7 +27,7 @@ from context_manager.core.summarize import (
     summarize_head,
 )
 
-MODEL = SummaryModel("small", "test")
+MODEL = ModelInput("small", "test")
 
 
 def run(summarizer, head, budget, *, previous_summary=None, instructions=None, config=DEFAULT_CONFIG):

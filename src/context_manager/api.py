@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 
+from context_manager.adapters.callable_summarizer import SyncSummarizer
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.errors import INVOCATION_FAILED, CallError, ContextManagerError
 from context_manager.handlers.context import HandlerContext
@@ -14,7 +15,6 @@ from context_manager.handlers.registry import FUNCTIONS
 
 log = logging.getLogger("context_manager")
 
-SyncSummarizer = Callable[[str, str, dict[str, Any]], str]
 
 
 class UnknownFunction(LookupError):
@@ -38,9 +38,11 @@ def build_context(config: WorkerConfig, summarizer: SyncSummarizer | None) -> Ha
 
         ctx.summarizer = CallableSummarizer(summarizer)
     if ctx.summarizer is not None:
-        from context_manager.leases.lazy import LazyFsLeaseStore
+        from context_manager.config.paths import resolve_lease_dir
+        from context_manager.leases.fs_store import FsLeaseStore
 
-        ctx.lease_store = LazyFsLeaseStore(config.lease_dir)
+        # No directory is created until a lease is actually taken.
+        ctx.lease_store = FsLeaseStore(resolve_lease_dir(config.lease_dir), create=False)
     return ctx
 
 

@@ -66,3 +66,23 @@ class ManualClock:
 
     def advance(self, ms: int) -> None:
         self.now += ms
+
+
+# The compaction ports live beside the core that uses them; they are part of this surface too.
+from context_manager.core.ports_compaction import (  # noqa: E402
+    LeaseRecord,
+    LeaseStore,
+    LeaseStoreError,
+    SummarizeError,
+    SummarizeRequest,
+    Summarizer,
+    SummarizerEmpty,
+    SummarizerFailed,
+    SummarizerUnavailable,
+)
+
+__all__ = [
+    "Clock", "LeaseRecord", "LeaseStore", "LeaseStoreError", "ManualClock", "ModelBudget",
+    "ModelResolver", "ResolverError", "RouterModel", "SummarizeError", "SummarizeRequest",
+    "Summarizer", "SummarizerEmpty", "SummarizerFailed", "SummarizerUnavailable", "SystemClock",
+]

@@ -23,7 +23,7 @@ from context_manager.core.ports_compaction import (
 )
 from context_manager.core.resolution import resolve_model
 from context_manager.core.selection import select
-from context_manager.core.summarize import SummaryModel, summarize_head
+from context_manager.core.summarize import summarize_head
 from context_manager.core.types import ModelInput
 from context_manager.ports import Clock, ModelResolver
 
@@ -108,7 +108,7 @@ async def _summarise(
             raise SummarizerUnavailable("no summariser is configured")
         summary = await summarize_head(
             deps.summarizer,
-            SummaryModel(model.id, model.provider),
+            model,
             messages[:head_len],
             input_budget,
             previous_summary=options.previous_summary,

@@ -17,7 +17,7 @@ from context_manager.core import lease
 from context_manager.core.budget import preserve_recent
 from context_manager.core.ports_compaction import LeaseStore, SummarizeError, Summarizer
 from context_manager.core.selection import select
-from context_manager.core.summarize import SummaryModel, summarize_head
+from context_manager.core.summarize import summarize_head
 from context_manager.core.types import ModelInput
 from context_manager.ports import Clock
 
@@ -114,7 +114,7 @@ async def _compact_view(
     try:
         summary = await summarize_head(
             summarizer,
-            SummaryModel(request.model.id, request.model.provider),
+            request.model,
             view[:head_len],
             request.usable,
             previous_summary=request.previous_summary,

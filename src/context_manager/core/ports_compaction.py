@@ -7,7 +7,7 @@ implement them with fakes. The core only ever sees these protocols.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 SummarizeErrorKind = Literal["unavailable", "failed", "empty"]
 
@@ -62,6 +62,8 @@ class SummarizeRequest:
     user_prompt: str
     model: str
     provider: str | None = None
+    # The request's whole model input (id, provider, limits), for summarisers that want it.
+    model_input: dict[str, Any] | None = None
 
 
 class Summarizer(Protocol):

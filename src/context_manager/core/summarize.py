@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from context_manager.config.model import WorkerConfig
 from context_manager.core.estimate import Estimator, estimator_for_model
+from context_manager.core.types import ModelInput
 from context_manager.core.ports_compaction import (
     SummarizeError,
     Summarizer,
@@ -36,13 +37,6 @@ REQUEST_OVERHEAD_TOKENS = 64
 PLACEHOLDER_TIMESTAMP = (1 << 63) - 1
 _U64_MAX = (1 << 64) - 1
 
-
-@dataclass(frozen=True, slots=True)
-class SummaryModel:
-    """The model the summary runs on: always the caller's request model."""
-
-    id: str
-    provider: str | None = None
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -117,7 +111,7 @@ def pipeline_deadline_ms(config: WorkerConfig) -> int:
 
 async def summarize_head(
     summarizer: Summarizer,
-    model: SummaryModel,
+    model: ModelInput,
     head: Sequence[dict[str, Any]],
     input_budget: int,
     *,
@@ -148,7 +142,7 @@ async def summarize_head(
 
 async def _chunk_loop(
     summarizer: Summarizer,
-    model: SummaryModel,
+    model: ModelInput,
     estimator: Estimator,
     prompt: bytes,
     input_budget: int,
@@ -177,7 +171,7 @@ async def _chunk_loop(
         )
         reply = await _call(
             summarizer,
-            SummarizeRequest(system_prompt, fragment, model.id, model.provider),
+            SummarizeRequest(system_prompt, fragment, model.id, model.provider, model.to_dict()),
         )
         if not trim(reply):
             raise SummarizerEmpty()

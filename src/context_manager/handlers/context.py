@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
-from context_manager.ports import Clock, ModelResolver, SystemClock
+from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock
 
 
 @dataclass(slots=True)
 class HandlerContext:
     config: WorkerConfig = DEFAULT_CONFIG
     resolver: ModelResolver | None = None
-    summarizer: Any = None  # core.ports_compaction.Summarizer
-    lease_store: Any = None  # core.ports_compaction.LeaseStore
+    summarizer: Summarizer | None = None
+    lease_store: LeaseStore | None = None
     clock: Clock = field(default_factory=SystemClock)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("context_manager"))
     # Effects of the internal functions (engine wiring); None where not applicable.
