@@ -1,6 +1,5 @@
 import math
 
-import orjson
 import pytest
 
 from context_manager.core.codec import canonical_free_form, dumps, dumps_wire, format_float, loads, utf8_len

@@ -7,8 +7,8 @@ tests implement them with fakes. The core never imports an adapter.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from context_manager.config.model import WorkerConfig

@@ -77,14 +77,21 @@ def unknown_variant(value: str, allowed: tuple[str, ...]) -> DecodeError:
 # --- primitive decoders ---------------------------------------------------------------------
 
 
-def u64(value: Any) -> int:
-    if type(value) is int:
-        if 0 <= value <= _U64_MAX:
-            return value
-        raise DecodeError(f"invalid value: integer `{value}`, expected u64")
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        raise DecodeError("number out of range")
-    raise invalid_type(value, "u64")
+def _unsigned(name: str) -> Decoder:
+    """A 64-bit unsigned integer; ``name`` is how the original's decoder calls the type."""
+
+    def decode(value: Any) -> int:
+        if type(value) is int:
+            if 0 <= value <= _U64_MAX:
+                return value
+            raise DecodeError(f"invalid value: integer `{value}`, expected {name}")
+        raise invalid_type(value, name)
+
+    return decode
+
+
+u64 = _unsigned("u64")
+usize = _unsigned("usize")  # the platform word of the original's 64-bit builds
 
 
 def i64(value: Any) -> int:

@@ -14,13 +14,13 @@ from context_manager.core import types as t
 from context_manager.core.assemble import AssembleOptions, AssembleRequest, assemble
 from context_manager.core.errors import invalid_request
 from context_manager.handlers.context import HandlerContext
-from context_manager.handlers.prune import function_ids, usize
+from context_manager.handlers.prune import function_ids
 
 FUNCTION_ID = "context::assemble"
 
 _OPTIONS = {
     "reserved_tokens": t.FieldSpec(t.u64),
-    "tail_turns": t.FieldSpec(usize),
+    "tail_turns": t.FieldSpec(t.usize),
     "allow_compaction": t.FieldSpec(t.boolean),
     "allow_prune": t.FieldSpec(t.boolean),
     "protected_functions": t.FieldSpec(function_ids),

@@ -8,12 +8,11 @@ from context_manager.core import types as t
 from context_manager.core.compact import CompactDeps, CompactOptions, compact
 from context_manager.core.errors import invalid_request
 from context_manager.handlers.context import HandlerContext
-from context_manager.handlers.prune import usize
 
 FUNCTION_ID = "context::compact"
 
 _OPTIONS = {
-    "tail_turns": t.FieldSpec(usize),
+    "tail_turns": t.FieldSpec(t.usize),
     "previous_summary": t.FieldSpec(t.string),
     "preserve_recent_tokens": t.FieldSpec(t.u64),
     "lease_key": t.FieldSpec(t.string),

@@ -10,22 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from context_manager.core import types as t
-from context_manager.core.errors import DecodeError, invalid_request
+from context_manager.core.errors import invalid_request
 from context_manager.core.estimate import estimator_for_model
 from context_manager.core.prune import PruneParams, prune
 from context_manager.handlers.context import HandlerContext
 
 FUNCTION_ID = "context::prune"
-_U64_MAX = (1 << 64) - 1
-
-
-def usize(value: Any) -> int:
-    """A non-negative machine-size integer (64-bit), named ``usize`` in decoder messages."""
-    if type(value) is int:
-        if 0 <= value <= _U64_MAX:
-            return value
-        raise DecodeError(f"invalid value: integer `{value}`, expected usize")
-    raise t.invalid_type(value, "usize")
 
 
 def function_ids(value: Any) -> tuple[str, ...]:
@@ -34,10 +24,10 @@ def function_ids(value: Any) -> tuple[str, ...]:
 
 _OPTIONS = {
     "protect_recent_tokens": t.FieldSpec(t.u64),
-    "decay_user_turns": t.FieldSpec(usize),
-    "protected_user_turns": t.FieldSpec(usize),
+    "decay_user_turns": t.FieldSpec(t.usize),
+    "protected_user_turns": t.FieldSpec(t.usize),
     "min_free_tokens": t.FieldSpec(t.u64),
-    "max_output_chars": t.FieldSpec(usize),
+    "max_output_chars": t.FieldSpec(t.usize),
     "protected_functions": t.FieldSpec(function_ids),
 }
 
