@@ -84,3 +84,10 @@ def test_nulls_of_optional_members_are_tolerated():
     payload = {"model": {"id": "m", "provider": None, "limits": None}, "messages": [HELLO],
                "system_prompt": None, "tools": None, "parts": None, "_caller_worker_id": "w"}
     assert call("context::count-tokens", payload)["tokens"] == 18
+
+
+def test_a_two_value_enum_is_worded_with_or():
+    payload = {"model": MODEL, "messages": [], "tools": [{"name": "x", "description": "", "execution_mode": "any"}]}
+    assert error_of(payload) == (
+        "serialization error: unknown variant `any`, expected `parallel` or `sequential`"
+    )

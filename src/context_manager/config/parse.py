@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable, Iterable
 
+from ..core import types as t
+from ..core.errors import DecodeError
 from .model import DEFAULT_CONFIG, WorkerConfig
 
-U64_MAX = (1 << 64) - 1
 
 OVERFLOW_FALLBACKS = ("error", "drop_oldest")
 ESTIMATORS = ("heuristic", "auto")
@@ -28,71 +29,10 @@ class ConfigError(ValueError):
         self.detail = detail
 
 
-class _Invalid(Exception):
-    """A rejected member; turned into a ConfigError with the caller's prefix."""
-
-
-def describe(value: Any) -> str:
-    """How an unexpected value is named in a rejection."""
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return f"boolean `{'true' if value else 'false'}`"
-    if isinstance(value, int):
-        return f"integer `{value}`"
-    if isinstance(value, float):
-        text = f"{value:.1f}" if value.is_integer() and abs(value) < 1e17 else repr(value)
-        return f"floating point `{text}`"
-    if isinstance(value, str):
-        return f'string "{value}"'
-    if isinstance(value, (list, tuple)):
-        return "sequence"
-    if isinstance(value, dict):
-        return "map"
-    return "value"
-
-
-def _invalid_type(value: Any, expected: str) -> _Invalid:
-    return _Invalid(f"invalid type: {describe(value)}, expected {expected}")
-
-
-def _unsigned(expected: str) -> Callable[[Any], int]:
-    def decode(value: Any) -> int:
-        if type(value) is int:
-            if 0 <= value <= U64_MAX:
-                return value
-            raise _Invalid(f"invalid value: integer `{value}`, expected {expected}")
-        raise _invalid_type(value, expected)
-
-    return decode
-
-
-def _boolean(value: Any) -> bool:
-    if value is True or value is False:
-        return value
-    raise _invalid_type(value, "a boolean")
-
-
-def _string(value: Any) -> str:
-    if type(value) is str:
-        return value
-    raise _invalid_type(value, "a string")
-
-
-def _choice(allowed: tuple[str, ...]) -> Callable[[Any], str]:
-    def decode(value: Any) -> str:
-        if type(value) is not str:
-            raise _invalid_type(value, "variant identifier")
-        if value not in allowed:
-            listed = " or ".join(f"`{v}`" for v in allowed)
-            raise _Invalid(f"unknown variant `{value}`, expected {listed}")
-        return value
-
-    return decode
-
-
-_u64 = _unsigned("u64")
-_usize = _unsigned("usize")
+_u64 = t.u64
+_usize = t.usize
+_boolean = t.boolean
+_string = t.string
 
 # Every key, its decoder; the order is the record's declaration order.
 KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
@@ -109,8 +49,8 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "allow_fallback_limits": _boolean,
     "summarizer_timeout_ms": _u64,
     "lease_dir": _string,
-    "overflow_fallback": _choice(OVERFLOW_FALLBACKS),
-    "estimator": _choice(ESTIMATORS),
+    "overflow_fallback": t.enum_of(OVERFLOW_FALLBACKS),
+    "estimator": t.enum_of(ESTIMATORS),
     "user_less_compaction": _boolean,
 }
 
@@ -119,9 +59,9 @@ STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator"))
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 
 
-def _unknown_field(key: str) -> _Invalid:
+def _unknown_field(key: str) -> DecodeError:
     expected = ", ".join(f"`{k}`" for k in KEY_DECODERS)
-    return _Invalid(f"unknown field `{key}`, expected one of {expected}")
+    return DecodeError(f"unknown field `{key}`, expected one of {expected}")
 
 
 def parse_config_items(items: Iterable[tuple[Any, Any]], prefix: str) -> WorkerConfig:
@@ -130,15 +70,15 @@ def parse_config_items(items: Iterable[tuple[Any, Any]], prefix: str) -> WorkerC
     try:
         for key, value in items:
             if type(key) is not str:
-                raise _invalid_type(key, "field identifier")
+                raise t.invalid_type(key, "field identifier")
             decoder = KEY_DECODERS.get(key)
             if decoder is None:
                 raise _unknown_field(key)
             if key in values:
-                raise _Invalid(f"duplicate field `{key}`")
+                raise DecodeError(f"duplicate field `{key}`")
             values[key] = decoder(value)
-    except _Invalid as exc:
-        raise ConfigError(prefix, str(exc)) from None
+    except DecodeError as exc:
+        raise ConfigError(prefix, exc.detail) from None
     return WorkerConfig(**values)
 
 
@@ -149,7 +89,7 @@ def parse_config_value(value: Any, prefix: str = "json parse") -> WorkerConfig:
     them, so with several faults the same one is named.
     """
     if type(value) is not dict:
-        raise ConfigError(prefix, str(_invalid_type(value, "struct WorkerConfig")))
+        raise ConfigError(prefix, t.invalid_type(value, "struct WorkerConfig").detail)
     return parse_config_items(sorted(value.items(), key=lambda kv: kv[0]), prefix)
 
 

@@ -19,7 +19,8 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode
 
 from .model import WorkerConfig
-from .parse import STRING_KEYS, ConfigError, describe, parse_config_items
+from ..core.types import unexpected
+from .parse import STRING_KEYS, ConfigError, parse_config_items
 
 PREFIX = "yaml parse"
 
@@ -134,7 +135,7 @@ def parse_seed_yaml(text: str) -> WorkerConfig:
         root = loader.get_single_node()
         if not isinstance(root, MappingNode):
             value = None if root is None else loader.construct_object(root, deep=True)
-            raise ConfigError(PREFIX, f"invalid type: {describe(value)}, expected struct WorkerConfig")
+            raise ConfigError(PREFIX, f"invalid type: {unexpected(value)}, expected struct WorkerConfig")
         items = []
         for key_node, value_node in root.value:
             key = loader.construct_object(key_node, deep=True)

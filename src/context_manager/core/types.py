@@ -54,7 +54,7 @@ def unexpected(value: Any) -> str:
         return "floating point"
     if isinstance(value, str):
         return 'string "' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return "sequence"
     if isinstance(value, dict):
         return "map"
@@ -70,8 +70,14 @@ def missing_field(name: str) -> DecodeError:
 
 
 def unknown_variant(value: str, allowed: tuple[str, ...]) -> DecodeError:
-    listed = ", ".join(f"`{v}`" for v in allowed)
-    return DecodeError(f"unknown variant `{value}`, expected one of {listed}")
+    # The original's decoder words the list by its length: `a`; `a` or `b`; one of `a`, `b`, `c`.
+    if len(allowed) == 1:
+        expected = f"`{allowed[0]}`"
+    elif len(allowed) == 2:
+        expected = f"`{allowed[0]}` or `{allowed[1]}`"
+    else:
+        expected = "one of " + ", ".join(f"`{v}`" for v in allowed)
+    return DecodeError(f"unknown variant `{value}`, expected {expected}")
 
 
 # --- primitive decoders ---------------------------------------------------------------------
