@@ -7,7 +7,6 @@ import pytest
 
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import (
-    U64_MAX,
     ConfigError,
     config_to_json,
     defaults_object,
@@ -15,6 +14,8 @@ from context_manager.config.parse import (
 )
 from context_manager.config.schema import config_schema
 from context_manager.core.codec import loads
+
+U64_MAX = (1 << 64) - 1
 
 DEFAULTS_1_1_6 = {
     "allow_fallback_limits": True,
