@@ -1,9 +1,9 @@
 """One in-process call, bytes in -> bytes out, exactly as the `call` command runs it.
 
 ``call_bytes`` mirrors ``cli.run_call`` without the subprocess: parse the request bytes with the
-worker's reader, build the call context, run the handler on a fresh event loop, and write the
-response with sorted keys. ``call_parsed`` is the like-for-like variant used against the peer:
-the payload is already parsed and the answer is left as a dict.
+worker's reader, build the call context, run the handler the way the command does, and write
+the response with sorted keys. ``call_parsed`` is the like-for-like variant used against the
+peer: the payload is already parsed and the answer is left as a dict.
 """
 
 from __future__ import annotations
@@ -13,11 +13,21 @@ from typing import Any, Callable
 
 import anyio
 
+from context_manager import api
 from context_manager.api import build_context, call_async
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.codec import dumps_wire, loads
+from context_manager.handlers.context import HandlerContext
 
 Summarizer = Callable[[str, str, Any], str]
+
+
+def _anyio_run(function_id: str, payload: Any, ctx: HandlerContext) -> dict[str, Any]:
+    return anyio.run(call_async, function_id, payload, ctx)
+
+
+# The command's way of driving a handler: the core's own runner once it has one.
+run_handler: Callable[[str, Any, HandlerContext], dict[str, Any]] = getattr(api, "run_handler", _anyio_run)
 
 
 def make_config(**values: Any) -> WorkerConfig:
@@ -28,11 +38,11 @@ def call_bytes(function_id: str, request: bytes, config: WorkerConfig = DEFAULT_
                summarizer: Summarizer | None = None) -> bytes:
     ctx = build_context(config, summarizer)
     payload = loads(request)
-    result = anyio.run(call_async, function_id, payload, ctx)
+    result = run_handler(function_id, payload, ctx)
     return dumps_wire(result) + b"\n"
 
 
 def call_parsed(function_id: str, payload: Any, config: WorkerConfig = DEFAULT_CONFIG,
                 summarizer: Summarizer | None = None) -> dict[str, Any]:
     ctx = build_context(config, summarizer)
-    return anyio.run(call_async, function_id, payload, ctx)
+    return run_handler(function_id, payload, ctx)

@@ -1,0 +1,116 @@
+"""Where the time goes: ``python -m bench.profile [W1 W2 W4 ...] [--runs N] [--top K] [--sort tottime]``.
+
+Profiles the in-process bytes-to-bytes call (cProfile) over ``N`` never-seen-before variants of
+each workload and prints the top functions, plus a phase split measured without the profiler:
+parse, decode, handler core, write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+from typing import Any
+
+import anyio
+import orjson
+
+from bench import workloads
+from bench.child import shifted
+from bench.inproc import call_bytes
+from bench.measure import clock_ms, median
+
+SETS = {"W1": workloads.w1, "W2": workloads.w2, "W2-prune": workloads.w2_prune, "W4": workloads.w4}
+
+
+def profile(name: str, runs: int, top: int, sort: str) -> str:
+    workload = SETS[name]()
+    base = workload.payload
+    requests = [orjson.dumps(shifted(base, i + 1)) for i in range(runs)]
+    call_bytes(workload.function_id, orjson.dumps(shifted(base, 10**6)))  # warm-up
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for request in requests:
+        call_bytes(workload.function_id, request)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs().sort_stats(sort).print_stats(top)
+    return f"== {name} {workload.function_id} ({runs} calls, sorted by {sort})\n" + out.getvalue()
+
+
+def phases(name: str, runs: int) -> dict[str, float]:
+    """Median milliseconds of each phase of a call, and of the orjson floor pieces."""
+    from context_manager.api import build_context, call_async
+    from context_manager.config.model import DEFAULT_CONFIG
+    from context_manager.core.codec import dumps_wire, loads
+    from context_manager.handlers import registry
+
+    workload = SETS[name]()
+    handler_module = {
+        "context::assemble": "context_manager.handlers.assemble",
+        "context::prune": "context_manager.handlers.prune",
+        "context::count-tokens": "context_manager.handlers.count_tokens",
+    }[workload.function_id]
+    module = sys.modules[handler_module]
+    decode = getattr(module, "decode_request", None)
+    samples: dict[str, list[float]] = {}
+
+    def add(key: str, ms: float) -> None:
+        samples.setdefault(key, []).append(ms)
+
+    for i in range(runs + 1):
+        request = orjson.dumps(shifted(workload.payload, i + 1))
+        parse_ms, payload = clock_ms(lambda: loads(request))
+        ctx = build_context(DEFAULT_CONFIG, None)
+        handler = registry.FUNCTIONS[workload.function_id]
+        call_ms, result = clock_ms(lambda: anyio.run(call_async, workload.function_id, payload, ctx))
+        direct_ms, _ = clock_ms(lambda: _drive(handler(payload, ctx)))
+        write_ms, _ = clock_ms(lambda: dumps_wire(result))
+        if decode is not None:
+            decode_ms, _ = clock_ms(lambda: decode(payload))
+        else:
+            decode_ms = None
+        dumps_msgs_ms, _ = clock_ms(lambda: orjson.dumps(payload["messages"]))
+        if i == 0:
+            continue
+        add("parse (loads)", parse_ms)
+        add("handler via anyio.run", call_ms)
+        add("handler driven directly", direct_ms)
+        if decode_ms is not None:
+            add("decode_request only", decode_ms)
+        add("write (dumps_wire)", write_ms)
+        add("orjson.dumps(messages)", dumps_msgs_ms)
+    return {key: median(values) for key, values in samples.items()}
+
+
+def _drive(coroutine: Any) -> Any:
+    """Run a coroutine that never suspends without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coroutine.close()
+    raise RuntimeError("handler suspended")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.profile")
+    parser.add_argument("sets", nargs="*", default=["W1", "W2", "W4"])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--sort", default="tottime")
+    args = parser.parse_args(argv)
+    for name in args.sets:
+        print(profile(name, args.runs, args.top, args.sort))
+        print(f"== {name} phases (median ms over {args.runs} calls)")
+        for key, value in phases(name, args.runs).items():
+            print(f"  {key:28} {value:8.3f}")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
