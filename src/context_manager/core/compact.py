@@ -98,7 +98,8 @@ async def _summarise(
 ) -> dict[str, Any]:
     estimator: Estimator = estimator_for_model(model.id, deps.config)
     sizes = [estimator.message(m) for m in messages]
-    selection = select(messages, sizes, budget, tail_turns)
+    selection = select(messages, sizes, budget, tail_turns,
+                       user_less_compaction=deps.config.user_less_compaction)
     head_len = selection.head_len
     if head_len == 0:
         return dict(EMPTY)

@@ -106,7 +106,8 @@ async def _compact_view(
 ) -> InlineCompaction | None:
     view = request.view
     budget = preserve_recent(request.usable, None)
-    selection = select(view, request.sizes, budget, request.tail_turns)
+    selection = select(view, request.sizes, budget, request.tail_turns,
+                       user_less_compaction=request.config.user_less_compaction)
     head_len = selection.head_len
     if head_len == 0 or head_len >= len(view):
         return None  # nothing to summarise, or everything would be (assemble keeps a tail)
