@@ -149,7 +149,9 @@ def build(results: dict[str, Any], e2e: dict[str, Any]) -> Report:
         report.memory.append(MemoryRow("W3", results.get("W3", {}).get("request_bytes", 0), 0, 0,
                                        RSS_TARGET[2], "pending"))
     w5 = results.get("W5")
-    if w5:
+    if w5 and "pending" in w5:
+        report.pending.append(f"W5 (context::assemble): pending — {w5['pending']}")
+    elif w5:
         report.rows.extend(_w5_rows(w5))
     return report
 
