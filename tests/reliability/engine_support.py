@@ -1,0 +1,82 @@
+"""A worker subprocess attached to the in-process test engine, and what the reliability tests
+read from it: raw invocations, resident memory, health."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from engine_harness import FakeRouter, TestEngine, WorkerProcess
+
+PUBLIC = {"context::assemble", "context::compact", "context::prune", "context::count-tokens"}
+SEVEN = PUBLIC | {"context::on-models-changed", "context::on-config-change",
+                  "context-manager::ui-content"}
+HELLO = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}],
+         "model": {"id": "m1", "limits": {"context_window": 1000, "max_output_tokens": 100}}}
+
+
+def routed_budgets() -> dict[str, Any]:
+    return {"routed-model": {
+        "model": {"id": "routed-model", "provider": "fake", "context_window": 2000,
+                  "max_output_tokens": 200},
+        "effective_max_output_tokens": 200}}
+
+
+@contextmanager
+def worker_on_engine(tmp_path: Path, *, router: FakeRouter | None = None,
+                     env: dict[str, str] | None = None,
+                     wait: bool = True) -> Iterator[tuple[TestEngine, WorkerProcess]]:
+    engine = TestEngine(router=router or FakeRouter(budgets=routed_budgets())).start()
+    process = WorkerProcess(engine.url, env={"III_COMPOSE_DIR": str(tmp_path), "LOG_LEVEL": "warn",
+                                             **(env or {})}, cwd=tmp_path)
+    try:
+        if wait:
+            try:
+                engine.wait_for_functions(SEVEN, timeout=30)
+            except TimeoutError:
+                raise AssertionError(process.stderr) from None
+        yield engine, process
+    finally:
+        process.kill()
+        engine.stop()
+
+
+def invoke_raw(engine: TestEngine, function_id: str, body: str, timeout: float = 60) -> dict[str, Any]:
+    """Send ``body`` as the `data` of an invocation, byte for byte; the reply body."""
+    invocation_id = str(uuid.uuid4())
+    frame = ('{"type":"invokefunction","invocation_id":' + json.dumps(invocation_id)
+             + ',"function_id":' + json.dumps(function_id) + ',"data":' + body + "}")
+    return engine.call_raw(function_id, frame, invocation_id, timeout)
+
+
+def send_frame(engine: TestEngine, function_id: str, text: str) -> None:
+    """A frame the worker must survive (no reply is expected)."""
+    engine.send_to(function_id, text)
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("VmRSS not found")
+
+
+def healthy(engine: TestEngine) -> bool:
+    return engine.call("context::count-tokens", HELLO, timeout=10)["tokens"] == 17
+
+
+def eventually(check: Any, timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)

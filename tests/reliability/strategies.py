@@ -1,0 +1,235 @@
+"""Hypothesis generators for the reliability properties: wire histories, models, configurations
+and options, kept small so that thousands of cases run in seconds.
+
+Histories are well formed the way an agent loop writes them: every function call is answered
+right after the assistant message that made it (as ``function_result`` messages or as inline
+blocks of one user message), timestamps are unique and increasing, and custom messages, images
+and thinking blocks are sprinkled in. Result texts are long enough, relative to the small
+thresholds the configurations draw, to make cap, prune, compaction and emergency reduction run.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+# Each property runs this many generated cases; the report script may lower it for a quick run.
+EXAMPLES = int(os.environ.get("RELIABILITY_EXAMPLES", "2000"))
+
+RELIABILITY = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,  # fixed cases: the CI run is reproducible and its time predictable
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.filter_too_much],
+)
+
+FUNCTION_IDS = ("read", "grep", "bash", "fs::w")
+PNG = {"type": "image", "mime": "image/png", "data": "iVBORw0KGgo="}
+
+# Short varied text (multibyte included) or a long run of one character.
+_CHARS = "aé中😀 \n\"\\"
+short_text = st.text(alphabet=st.sampled_from(list(_CHARS) + list("bcdxyz")), max_size=12)
+long_text = st.builds(lambda c, n: c * n, st.sampled_from(list("x中é😀")), st.integers(0, 1800))
+any_text = st.one_of(short_text, short_text, long_text)
+# What people type and models answer: mostly short, now and then long.
+prose = st.one_of(short_text, short_text, short_text, short_text, long_text)
+
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=False, allow_infinity=False), short_text,
+)
+free_form = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(short_text, inner, max_size=3)),
+    max_leaves=6,
+)
+
+
+
+
+def rare(n: int) -> st.SearchStrategy[bool]:
+    """True about once in ``n`` draws (a plain integer draw would hit its bound far more often)."""
+    return st.sampled_from([False] * (n - 1) + [True])
+
+
+# ---------------------------------------------------------------- messages (wire form)
+
+def user(content: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"role": "user", "content": content}
+
+
+def assistant(content: list[dict[str, Any]], stop: str = "end") -> dict[str, Any]:
+    return {"role": "assistant", "content": content, "stop_reason": stop,
+            "model": "m", "provider": "p"}
+
+
+def custom(text: str) -> dict[str, Any]:
+    return {"role": "custom", "custom_type": "ui.note", "content": [{"type": "text", "text": text}]}
+
+
+@st.composite
+def _user_turn(draw: st.DrawFn) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": draw(prose)}]
+    if draw(rare(25)):
+        blocks.append(dict(PNG))
+    return [user(blocks)]
+
+
+@st.composite
+def _assistant_reply(draw: st.DrawFn) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if draw(rare(6)):
+        blocks.append({"type": "thinking", "text": draw(short_text)})
+    blocks.append({"type": "text", "text": draw(prose)})
+    return [assistant(blocks)]
+
+
+@st.composite
+def _call_round(draw: st.DrawFn, next_call: list[int]) -> list[dict[str, Any]]:
+    """An assistant message with 1-2 calls, answered at once (separately or inline)."""
+    calls = []
+    for _ in range(draw(st.integers(1, 2))):
+        next_call[0] += 1
+        calls.append({"type": "function_call", "id": f"c{next_call[0]}",
+                      "function_id": draw(st.sampled_from(FUNCTION_IDS)),
+                      "arguments": draw(st.one_of(st.just({}), free_form))})
+    messages = [assistant(calls, "function_call")]
+
+    def output() -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": draw(any_text)}]
+        if draw(rare(12)):
+            blocks.append(dict(PNG))
+        return blocks
+
+    if draw(rare(4)):
+        messages.append(user([{"type": "function_result", "function_call_id": c["id"],
+                               "content": output()} for c in calls]))
+    else:
+        for c in calls:
+            result: dict[str, Any] = {"role": "function_result", "function_call_id": c["id"],
+                                      "function_id": c["function_id"], "content": output()}
+            if draw(rare(8)):
+                result["details"] = draw(free_form)
+            messages.append(result)
+    return messages
+
+
+@st.composite
+def histories(draw: st.DrawFn, *, customs: bool = True, images: bool = True,
+              max_rounds: int = 10) -> list[dict[str, Any]]:
+    """A wire history with timestamps 1000, 1001, ... in list order."""
+    next_call = [0]
+    messages: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(0, max_rounds))):
+        kind = draw(st.integers(0, 9))
+        if kind <= 2:
+            part = draw(_user_turn())
+        elif kind <= 4:
+            part = draw(_assistant_reply())
+        elif kind <= 8:
+            part = draw(_call_round(next_call))
+        else:
+            part = [custom(draw(short_text))] if customs else draw(_assistant_reply())
+        messages.extend(part)
+    if not images:
+        messages = [_without_images(m) for m in messages]
+    return [{**m, "timestamp": 1000 + i} for i, m in enumerate(messages)]
+
+
+def _without_images(message: dict[str, Any]) -> dict[str, Any]:
+    def blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for b in content:
+            if b["type"] == "image":
+                continue
+            if b["type"] == "function_result":
+                b = {**b, "content": blocks(b["content"])}
+            out.append(b)
+        return out
+
+    return {**message, "content": blocks(message["content"])}
+
+
+# ---------------------------------------------------------------- models, configs, options
+
+@st.composite
+def models(draw: st.DrawFn) -> dict[str, Any]:
+    # Windows from "nothing fits" to "everything fits", most of them in between.
+    window = draw(st.one_of(st.integers(300, 2000), st.integers(2000, 9000),
+                            st.integers(9000, 40000)))
+    limits: dict[str, Any] = {"context_window": window,
+                              "max_output_tokens": draw(st.integers(0, window // 3))}
+    if draw(rare(7)):
+        limits["input_limit"] = draw(st.integers(window // 4, window))
+    model: dict[str, Any] = {"id": draw(st.sampled_from(["m", "claude-x", "gpt-4o", "o3-mini"])),
+                             "limits": limits}
+    if draw(st.booleans()):
+        model["provider"] = "p"
+    return model
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> dict[str, Any]:
+    """Configuration values with thresholds scaled to the small generated histories."""
+    return {
+        "reserved_tokens_cap": draw(st.integers(0, 2000)),
+        "reserved_pct": draw(st.integers(0, 30)),
+        "tail_turns": draw(st.integers(0, 4)),
+        "protect_recent_tokens": draw(st.integers(0, 1500)),
+        "decay_user_turns": draw(st.integers(0, 3)),
+        "protected_user_turns": draw(st.integers(0, 3)),
+        "min_free_tokens": draw(st.integers(0, 600)),
+        "max_output_chars": draw(st.integers(0, 1500)),
+        "max_result_tokens": draw(st.integers(0, 800)),
+        "estimator": draw(st.sampled_from(["heuristic", "heuristic", "heuristic", "auto"])),
+    }
+
+
+@st.composite
+def assemble_options(draw: st.DrawFn) -> dict[str, Any] | None:
+    if draw(rare(5)):
+        return None
+    options: dict[str, Any] = {}
+    for name, strategy in (
+        ("reserved_tokens", st.integers(0, 2000)),
+        ("tail_turns", st.integers(0, 4)),
+        ("allow_prune", st.booleans()),
+        ("allow_compaction", st.booleans()),
+        ("protected_functions", st.lists(st.sampled_from(FUNCTION_IDS), max_size=2)),
+        ("max_result_tokens", st.integers(0, 800)),
+        ("request_overhead_tokens", st.integers(0, 300)),
+        ("thinking_level", st.sampled_from(["minimal", "low", "medium", "high", "xhigh"])),
+        ("previous_summary", short_text),
+    ):
+        if draw(rare(3)):
+            options[name] = draw(st.one_of(st.none(), strategy))
+    return options
+
+
+@st.composite
+def prune_options(draw: st.DrawFn, *, min_output_chars: int = 0) -> dict[str, Any]:
+    return {
+        "protect_recent_tokens": draw(st.integers(0, 1500)),
+        "decay_user_turns": draw(st.integers(0, 3)),
+        "protected_user_turns": draw(st.integers(0, 3)),
+        "min_free_tokens": draw(st.integers(0, 600)),
+        "max_output_chars": draw(st.integers(min_output_chars, 1500)),
+        "protected_functions": draw(st.lists(st.sampled_from(FUNCTION_IDS), max_size=2)),
+    }
+
+
+tools = st.one_of(
+    st.none(),
+    st.lists(st.fixed_dictionaries(
+        {"name": st.sampled_from(["agent_trigger", "submit_result", "read"]),
+         "description": short_text},
+        optional={"parameters": free_form, "label": st.one_of(st.none(), short_text)},
+    ), max_size=3),
+)
+system_prompts = st.one_of(st.none(), short_text, long_text)
