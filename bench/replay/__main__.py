@@ -1,0 +1,85 @@
+"""``python -m bench.replay [--sessions A,B] [--budgets 32k,64k,128k] [--modes ...] [--dir DIR]``.
+
+Prints one Markdown table: a row per session, budget and mode. The numbers are deterministic (no
+timings), so the table can be quoted as is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.replay.replay import BUDGETS, MAX_OUTPUT_TOKENS, MODES, MODES_BY_NAME, ReplayStats, Session, replay, shipped_sessions
+
+COLUMNS = ("session", "rounds", "budget", "mode", "calls", "input tokens", "cache busts",
+           "overflows", "pruned", "capped", "compacted", "dropped")
+LEGEND = f"""\
+Budgets: inline limits, context window 32000 / 64000 / 128000 tokens, {MAX_OUTPUT_TOKENS} output tokens.
+Modes: summariser = fake summariser, default configuration; none = no summariser;
+none+drop_oldest = no summariser, overflow_fallback drop_oldest; original = fake summariser,
+user_less_compaction false (the 1.1.6 selection).
+calls = assemble calls (one before each recorded assistant message); input tokens = sum of the
+token_count of successful calls; cache busts = calls whose system prompt and messages do not
+extend the previous successful call's; overflows = calls that failed with context/overflow;
+pruned / capped / compacted / dropped = calls whose applied reports pruning, capped parts,
+a compaction, dropped messages."""
+
+
+def row(session: Session, stats: ReplayStats) -> tuple[str, ...]:
+    return (session.name, str(session.tool_rounds), stats.budget, stats.mode, str(stats.calls),
+            f"{stats.input_tokens:,}", str(stats.cache_busts), str(stats.overflows), str(stats.pruned),
+            str(stats.capped), str(stats.compacted), str(stats.dropped))
+
+
+def markdown(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(COLUMNS[i]), *(len(r[i]) for r in rows)) for i in range(len(COLUMNS))]
+    numeric = [False] * 4 + [True] * (len(COLUMNS) - 4)
+    numeric[1] = True
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(c.rjust(w) if n else c.ljust(w)
+                                 for c, w, n in zip(cells, widths, numeric)) + " |"
+
+    rule = "|" + "|".join(("-" * (w + 1) + ":") if n else ("-" * (w + 2))
+                          for w, n in zip(widths, numeric)) + "|"
+    return "\n".join([line(COLUMNS), rule, *(line(r) for r in rows)])
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.replay", description=__doc__)
+    parser.add_argument("--sessions", help="comma-separated session names (default: every shipped one)")
+    parser.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated, of " + ",".join(BUDGETS))
+    parser.add_argument("--modes", default=",".join(m.name for m in MODES),
+                        help="comma-separated, of " + ",".join(m.name for m in MODES))
+    parser.add_argument("--dir", type=Path, help="read sessions from this directory instead")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    sessions = shipped_sessions(args.dir) if args.dir else shipped_sessions()
+    if args.sessions:
+        wanted = [s.strip() for s in args.sessions.split(",") if s.strip()]
+        known = {s.name: s for s in sessions}
+        missing = [name for name in wanted if name not in known]
+        if missing:
+            print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+            return 2
+        sessions = [known[name] for name in wanted]
+    budgets = [b.strip() for b in args.budgets.split(",") if b.strip()]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [b for b in budgets if b not in BUDGETS] + [m for m in modes if m not in MODES_BY_NAME]
+    if unknown:
+        print(f"unknown budget(s) or mode(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    rows = [row(session, replay(session, budget, MODES_BY_NAME[mode]))
+            for session in sessions for budget in budgets for mode in modes]
+    print(markdown(rows))
+    print()
+    print(LEGEND)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

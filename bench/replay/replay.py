@@ -1,0 +1,171 @@
+"""Drive one recorded session through ``context::assemble`` as an agent harness would.
+
+Before each assistant message of the recording the harness sends the history it holds so far and
+the model's limits. When the answer says ``applied.compacted`` it does the round trip of spec 03
+§5.7: it keeps ``applied.summary`` as the next calls' ``options.previous_summary`` and from then on
+holds only its own messages from ``applied.tail_start_index`` onward (plus everything recorded
+later). Drops by ``overflow_fallback: drop_oldest`` are not persisted: they only shape one call.
+A call that fails with ``context/overflow`` is counted and the replay goes on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.replay.fake_summarizer import RecordingSummarizer
+from context_manager.adapters.callable_summarizer import CallableSummarizer
+from context_manager.config.parse import parse_config_value
+from context_manager.core.errors import OVERFLOW, HandlerError
+from context_manager.handlers import assemble as assemble_handler
+from context_manager.handlers.context import HandlerContext
+
+SESSIONS_DIR = Path(__file__).resolve().parent / "sessions"
+MAX_OUTPUT_TOKENS = 4000
+BUDGETS = {"32k": 32_000, "64k": 64_000, "128k": 128_000}
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    summarizer: bool
+    config: dict[str, Any]
+
+
+MODES = (
+    Mode("summariser", True, {}),
+    Mode("none", False, {}),
+    Mode("none+drop_oldest", False, {"overflow_fallback": "drop_oldest"}),
+    Mode("original", True, {"user_less_compaction": False}),
+)
+MODES_BY_NAME = {mode.name: mode for mode in MODES}
+
+
+@dataclass(frozen=True)
+class Session:
+    name: str
+    system_prompt: str | None
+    messages: list[dict[str, Any]]
+
+    @property
+    def tool_rounds(self) -> int:
+        return sum(1 for m in self.messages
+                   if m["role"] == "assistant" and any(b["type"] == "function_call" for b in m["content"]))
+
+
+@dataclass
+class Compaction:
+    """One compacting call: the summary kept, and every summariser (anchor, reply) of that call."""
+
+    call_index: int
+    summary: str
+    tail_start_index: int
+    summarizer_calls: list[tuple[str | None, str]]
+
+
+@dataclass
+class ReplayStats:
+    session: str
+    budget: str
+    mode: str
+    calls: int = 0
+    input_tokens: int = 0
+    cache_busts: int = 0
+    overflows: int = 0
+    pruned: int = 0
+    capped: int = 0
+    compacted: int = 0
+    dropped: int = 0
+    compactions: list[Compaction] = field(default_factory=list)
+
+
+def load_session(path: Path) -> Session:
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        raw = gzip.decompress(raw)
+    document = json.loads(raw)
+    name = path.name.removesuffix(".gz").removesuffix(".json")
+    return Session(name, document.get("system_prompt"), document["messages"])
+
+
+def shipped_sessions(directory: Path = SESSIONS_DIR) -> list[Session]:
+    paths = sorted(directory.glob("*.json.gz")) + sorted(directory.glob("*.json"))
+    return [load_session(path) for path in paths]
+
+
+def model_input(context_window: int) -> dict[str, Any]:
+    return {"id": "replay-model",
+            "limits": {"context_window": context_window, "max_output_tokens": MAX_OUTPUT_TOKENS}}
+
+
+def _quiet_logger() -> logging.Logger:
+    log = logging.getLogger("bench.replay.worker")
+    log.setLevel(logging.ERROR)
+    return log
+
+
+def replay(session: Session, budget: str, mode: Mode) -> ReplayStats:
+    """Replay ``session`` at ``budget`` (a key of :data:`BUDGETS`) in ``mode``."""
+    recorder = RecordingSummarizer() if mode.summarizer else None
+    ctx = HandlerContext(
+        config=parse_config_value(mode.config),
+        summarizer=CallableSummarizer(recorder) if recorder is not None else None,
+        lease_store=None,  # one harness, one history: nothing to coordinate
+        log=_quiet_logger(),
+    )
+    return anyio.run(_replay, session, budget, mode, ctx, recorder)
+
+
+async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext,
+                  recorder: RecordingSummarizer | None) -> ReplayStats:
+    stats = ReplayStats(session.name, budget, mode.name)
+    model = model_input(BUDGETS[budget])
+    held_from = 0  # the first recorded message the harness still holds
+    previous_summary: str | None = None
+    previous_sent: tuple[str, list[dict[str, Any]]] | None = None
+    for index, message in enumerate(session.messages):
+        if message["role"] != "assistant" or index == held_from:
+            continue
+        payload: dict[str, Any] = {"messages": session.messages[held_from:index], "model": model}
+        if session.system_prompt is not None:
+            payload["system_prompt"] = session.system_prompt
+        if previous_summary is not None:
+            payload["options"] = {"previous_summary": previous_summary}
+        stats.calls += 1
+        summarizer_mark = len(recorder.calls) if recorder is not None else 0
+        try:
+            response = await assemble_handler.handle(payload, ctx)
+        except HandlerError as exc:
+            if exc.kind != OVERFLOW:
+                raise
+            stats.overflows += 1
+            continue
+        sent = (response["system_prompt"], response["messages"])
+        if previous_sent is not None and not _extends(previous_sent, sent):
+            stats.cache_busts += 1
+        previous_sent = sent
+        stats.input_tokens += response["token_count"]
+        applied = response["applied"]
+        stats.pruned += applied["pruned"]
+        stats.capped += applied["capped_parts"] > 0
+        stats.dropped += "dropped_messages" in applied
+        if applied["compacted"]:
+            stats.compacted += 1
+            previous_summary = applied["summary"]
+            held_from += applied["tail_start_index"]
+            stats.compactions.append(Compaction(
+                stats.calls - 1, applied["summary"], applied["tail_start_index"],
+                list(recorder.calls[summarizer_mark:]) if recorder is not None else []))
+    return stats
+
+
+def _extends(before: tuple[str, list[Any]], after: tuple[str, list[Any]]) -> bool:
+    """Does ``after`` start with exactly what ``before`` sent (same system prompt, same messages)?"""
+    prompt, messages = before
+    return after[0] == prompt and after[1][:len(messages)] == messages
