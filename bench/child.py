@@ -115,6 +115,7 @@ def run_set(name: str, data_dir: Path, runs: int) -> dict[str, Any]:
     for i in range(1, runs + 1):
         one_run(i, record=True)
     out["stats"] = {key: summary(values) for key, values in samples.items() if values}
+    out["samples"] = {key: values for key, values in samples.items() if values}
     out["usable"] = usable
     out["messages"] = len(base["messages"])
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import resource
 import statistics
 import sys
@@ -11,13 +12,20 @@ import time
 from typing import Callable
 
 
+# "wall" (default) is latency; "cpu" is this process's CPU time, which a busy shared machine
+# disturbs far less (time spent descheduled is not counted). Children inherit the choice.
+CLOCKS = {"wall": time.perf_counter_ns, "cpu": time.process_time_ns}
+CLOCK = os.environ.get("BENCH_CLOCK", "wall")
+_now = CLOCKS[CLOCK]
+
+
 def clock_ms(fn: Callable[[], object]) -> tuple[float, object]:
-    """Wall time of one call in milliseconds, with a collection beforehand so earlier garbage
-    is not charged to it."""
+    """Time of one call in milliseconds, with a collection beforehand so earlier garbage is
+    not charged to it."""
     gc.collect()
-    start = time.perf_counter_ns()
+    start = _now()
     value = fn()
-    return (time.perf_counter_ns() - start) / 1e6, value
+    return (_now() - start) / 1e6, value
 
 
 def median(samples: list[float]) -> float:
@@ -28,6 +36,13 @@ def p95(samples: list[float]) -> float:
     """Nearest-rank 95th percentile."""
     ordered = sorted(samples)
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def paired_ratio(measured: list[float], baseline: list[float]) -> float | None:
+    """Median of run-by-run ratios: each pair ran back to back, so load from other processes
+    on a shared machine hits both sides of a ratio alike."""
+    ratios = [m / b for m, b in zip(measured, baseline) if b > 0]
+    return median(ratios) if ratios else None
 
 
 def summary(samples: list[float]) -> dict[str, float]:

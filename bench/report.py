@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.measure import paired_ratio
+
 MB = 1024 * 1024
 
 
@@ -14,7 +16,7 @@ class Target:
     text: str
 
 
-# (set, measured, baseline) -> target; the ratio is measured median / baseline median.
+# (set, measured, baseline) -> target; the ratio is the median of run-by-run ratios (paired).
 TARGETS: dict[tuple[str, str, str], Target] = {
     ("W1", "call", "floor"): Target(3.0, "≤ 3× floor"),
     ("W2", "call", "floor"): Target(2.5, "≤ 2.5× floor"),
@@ -95,7 +97,7 @@ def _verdict(key: tuple[str, str, str], ratio: float | None) -> tuple[str, str]:
 
 
 def _compare(set_name: str, function_id: str, stats: dict[str, Any], measured: str, baseline: str,
-             e2e: dict[str, Any] | None = None) -> Row | None:
+             e2e: dict[str, Any] | None = None, samples: dict[str, list[float]] | None = None) -> Row | None:
     if measured not in stats:
         return None
     if baseline not in stats and not (baseline == "peer" and function_id in PEER_LABEL):
@@ -103,6 +105,8 @@ def _compare(set_name: str, function_id: str, stats: dict[str, Any], measured: s
     m = stats[measured]
     b = stats.get(baseline, {"median_ms": None})  # the peer is an optional extra
     ratio = m["median_ms"] / b["median_ms"] if b["median_ms"] else None
+    if samples and measured in samples and baseline in samples:
+        ratio = paired_ratio(samples[measured], samples[baseline])
     target, verdict = _verdict((set_name, measured, baseline), ratio)
     workload = set_name.split("-")[0]
     label = PEER_LABEL.get(function_id, "peer") if baseline == "peer" else BASELINE_LABEL[baseline]
@@ -132,7 +136,7 @@ def build(results: dict[str, Any], e2e: dict[str, Any]) -> Report:
         for measured, baseline in (("call", "floor"), ("like", "peer"), ("like", "dumps_messages")):
             if baseline == "dumps_messages" and workload != "W4":
                 continue
-            row = _compare(name, function_id, stats, measured, baseline, e2e.get(name))
+            row = _compare(name, function_id, stats, measured, baseline, e2e.get(name), result.get("samples"))
             if row is not None:
                 report.rows.append(row)
         applied = result.get("applied")
@@ -173,7 +177,8 @@ def _w5_rows(w5: dict[str, Any]) -> list[Row]:
     first, last = indices[0], indices[-1]
     for baseline in ("cold", "floor"):
         m, b = stats["warm"], stats[baseline]
-        ratio = m["median_ms"] / b["median_ms"]
+        # Warm and floor ran back to back; warm and cold ran in two processes, so unpaired.
+        ratio = paired_ratio(warm, floors) if baseline == "floor" else m["median_ms"] / b["median_ms"]
         target, verdict = _verdict(("W5", "warm", baseline), ratio)
         rows.append(Row("W5", "assemble", MEASURED_LABEL["warm"], m["median_ms"], m["p95_ms"],
                         BASELINE_LABEL[baseline], b["median_ms"], ratio, target, verdict,

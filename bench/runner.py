@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from bench import e2e, workloads
+from bench.measure import CLOCK
 from bench.report import Report, build, render
 
 ALL_SETS = ("W1", "W2", "W2-prune", "W3", "W4", "W5")
@@ -96,6 +97,8 @@ def run(sets: tuple[str, ...], plan: Plan, with_e2e: bool = True, log=sys.stderr
             finally:
                 e2e.stop()
     report = build(results, e2e_results)
+    report.notes.append(f"clock: {CLOCK} ({'process CPU time' if CLOCK == 'cpu' else 'wall-clock latency'}); "
+                        f"{plan.runs} runs after one discarded warm-up; ratios are medians of run-by-run ratios")
     if e2e_state:
         report.notes.append(f"e2e column: pending ({e2e_state}); hook: bench/e2e.py")
     return report, results, "pending" if e2e_state else "—"
