@@ -278,6 +278,9 @@ async def test_engine_restart_replays_registrations(engine: TestEngine) -> None:
             await client.register_function("toy::echo", echo)
             trigger_id = await client.register_trigger("toy::tick", "toy::echo", {"every": 1})
             await wait_functions(engine, "toy::echo")
+            # Let the first connection settle: binding stored, our id known.
+            while not engine.bindings or client.worker_id is None:
+                await anyio.sleep(0.01)
             old_id = client.worker_id
             engine.received.clear()
             await anyio.to_thread.run_sync(lambda: engine.restart(0.3))
