@@ -29,10 +29,10 @@ def routed_budgets() -> dict[str, Any]:
 
 @contextmanager
 def worker_on_engine(tmp_path: Path, *, router: FakeRouter | None = None,
-                     env: dict[str, str] | None = None,
+                     env: dict[str, str] | None = None, args: tuple[str, ...] = (),
                      wait: bool = True) -> Iterator[tuple[TestEngine, WorkerProcess]]:
     engine = TestEngine(router=router or FakeRouter(budgets=routed_budgets())).start()
-    process = WorkerProcess(engine.url, env={"III_COMPOSE_DIR": str(tmp_path), "LOG_LEVEL": "warn",
+    process = WorkerProcess(engine.url, *args, env={"III_COMPOSE_DIR": str(tmp_path), "LOG_LEVEL": "warn",
                                              **(env or {})}, cwd=tmp_path)
     try:
         if wait:

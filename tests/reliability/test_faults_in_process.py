@@ -1,0 +1,165 @@
+"""Fault injection at the ports, in process: summarisers that hang, fail, answer nothing or the
+wrong type, and lease stores that cannot be used. The documented outcome each time: assemble
+does not compact, falls through to emergency reduction, answers, and holds no lease."""
+
+from __future__ import annotations
+
+import errno
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_manager import call
+from context_manager.core.ports_compaction import LeaseRecord, SummarizerFailed
+from context_manager.core.lease import SCOPE
+
+from .faults import assemble_request, lease_records
+from .support import (
+    FakeSummarizer,
+    FullDiskLeaseStore,
+    HangingSummarizer,
+    MemoryLeaseStore,
+    context,
+    run,
+)
+
+
+
+
+def fell_through(response: dict[str, Any]) -> bool:
+    applied = response["applied"]
+    return (applied["compacted"], applied["pruned"]) == (False, True) and \
+        response["token_count"] <= response["usable"]
+
+
+def test_the_reference_history_compacts_with_a_working_summariser() -> None:
+    store = MemoryLeaseStore()
+    summarizer = FakeSummarizer()
+    response = run("context::assemble", assemble_request(), context(summarizer=summarizer,
+                                                                   lease_store=store))
+    assert response["applied"]["compacted"] is True
+    assert summarizer.calls >= 1 and store.records == {}
+
+
+def test_a_hanging_summariser_is_abandoned_at_the_timeout() -> None:
+    store = MemoryLeaseStore()
+    hanging = HangingSummarizer()
+    started = time.monotonic()
+    response = run("context::assemble", assemble_request(),
+                   context({"summarizer_timeout_ms": 300}, summarizer=hanging, lease_store=store))
+    elapsed = time.monotonic() - started
+    assert hanging.started == 1
+    assert fell_through(response)
+    assert 0.3 <= elapsed < 2.0
+    assert store.records == {}  # the lease was released
+
+
+def test_a_hanging_library_summariser_function_is_abandoned_at_the_timeout(tmp_path: Path) -> None:
+    def sleepy(system: str, user: str, model: dict[str, Any]) -> str:
+        time.sleep(3)
+        return "late"
+
+    started = time.monotonic()
+    response = call("context::assemble", assemble_request(),
+                    config={"summarizer_timeout_ms": 300, "lease_dir": str(tmp_path)},
+                    summarizer=sleepy)
+    assert time.monotonic() - started < 2.0
+    assert fell_through(response)
+    assert lease_records(tmp_path) == []
+
+
+@pytest.mark.parametrize("reply", ["", "   \n\t"])
+def test_an_empty_summary_means_no_compaction(reply: str) -> None:
+    store = MemoryLeaseStore()
+    summarizer = FakeSummarizer(reply=lambda request: reply)
+    response = run("context::assemble", assemble_request(),
+                   context(summarizer=summarizer, lease_store=store))
+    assert summarizer.calls == 1
+    assert fell_through(response)
+    assert store.records == {}
+
+
+class FailingSummarizer:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.calls = 0
+
+    async def summarize(self, request: Any) -> str:
+        self.calls += 1
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [SummarizerFailed("router error (router/upstream): boom"),
+                                   RuntimeError("unexpected"), ConnectionResetError("closed early")],
+                         ids=["failed", "unexpected exception", "channel closed early"])
+def test_a_failing_summariser_means_no_compaction(error: Exception) -> None:
+    store = MemoryLeaseStore()
+    failing = FailingSummarizer(error)
+    response = run("context::assemble", assemble_request(),
+                   context(summarizer=failing, lease_store=store))
+    assert failing.calls == 1
+    assert fell_through(response)
+    assert store.records == {}
+
+
+@pytest.mark.parametrize("reply", [None, 42, b"bytes"], ids=["None", "int", "bytes"])
+def test_a_library_summariser_returning_no_text_means_no_compaction(reply: Any, tmp_path: Path) -> None:
+    response = call("context::assemble", assemble_request(), config={"lease_dir": str(tmp_path)},
+                    summarizer=lambda system, user, model: reply)
+    assert fell_through(response)
+    assert lease_records(tmp_path) == []
+
+
+def test_a_library_summariser_that_raises_means_no_compaction(tmp_path: Path) -> None:
+    def broken(system: str, user: str, model: dict[str, Any]) -> str:
+        raise OSError(errno.ECONNRESET, "connection reset")
+
+    response = call("context::assemble", assemble_request(), config={"lease_dir": str(tmp_path)},
+                    summarizer=broken)
+    assert fell_through(response)
+
+
+def test_a_lease_dir_occupied_by_a_regular_file_skips_compaction(tmp_path: Path) -> None:
+    occupied = tmp_path / "leases"
+    occupied.write_text("not a directory")
+    calls: list[str] = []
+
+    def summarizer(system: str, user: str, model: dict[str, Any]) -> str:
+        calls.append(user)
+        return "Summary."
+
+    response = call("context::assemble", assemble_request(), config={"lease_dir": str(occupied)},
+                    summarizer=summarizer)
+    assert fell_through(response)
+    assert calls == []  # an unusable store reads as "busy": the summariser is never called
+    assert occupied.read_text() == "not a directory"
+
+
+def test_a_full_disk_lease_store_skips_compaction() -> None:
+    summarizer = FakeSummarizer()
+    response = run("context::assemble", assemble_request(),
+                   context(summarizer=summarizer, lease_store=FullDiskLeaseStore()))
+    assert fell_through(response)
+    assert summarizer.calls == 0
+
+
+def test_a_stale_lease_blocks_only_until_its_ttl() -> None:
+    """A lease left by a crashed holder is honoured while young and taken over once expired."""
+    from context_manager.core.lease import default_lease_key
+    from context_manager.core.types import decode_messages
+
+    request = assemble_request()
+    key = default_lease_key(decode_messages(request["messages"]))
+    now_ms = int(time.time() * 1000)
+    store = MemoryLeaseStore()
+    store.records[(SCOPE, key)] = LeaseRecord("crashed-holder", now_ms - 1000)
+    young = run("context::assemble", request,
+                context({"lease_ttl_secs": 60}, summarizer=FakeSummarizer(), lease_store=store))
+    assert young["applied"]["compacted"] is False
+    store.records[(SCOPE, key)] = LeaseRecord("crashed-holder", now_ms - 61_000)
+    expired = run("context::assemble", request,
+                  context({"lease_ttl_secs": 60}, summarizer=FakeSummarizer(), lease_store=store))
+    assert expired["applied"]["compacted"] is True
+    assert store.records == {}
