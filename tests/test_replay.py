@@ -85,7 +85,7 @@ def test_fake_summariser_fresh_then_updated():
 
 def test_single_task_at_32k_with_a_summariser_never_overflows(single_task_with_summariser):
     stats = single_task_with_summariser
-    assert (stats.calls, stats.overflows, stats.compacted) == (161, 0, 10)
+    assert (stats.calls, stats.overflows, stats.compacted) == (161, 0, 13)
     # Nothing else rewrites the history at this budget: every cache bust is a compaction.
     assert stats.cache_busts == stats.compacted
 
@@ -116,10 +116,11 @@ def test_the_summary_keeps_being_updated(sessions, single_task_with_summariser):
 
 def test_the_original_selection_overflows_on_the_same_session(sessions):
     stats = replay(sessions[SINGLE_TASK], "32k", MODES_BY_NAME["original"])
-    assert (stats.compacted, stats.overflows) == (1, 64)
+    assert (stats.compacted, stats.overflows) == (1, 69)
 
 
-@pytest.mark.parametrize("budget", ["32k", "64k", "128k"])
+# 128k is in the full table (python -m bench.replay); no session needs a drop there.
+@pytest.mark.parametrize("budget", ["32k", "64k"])
 def test_drop_oldest_without_a_summariser_never_overflows(sessions, budget):
     for session in sessions.values():
         stats = replay(session, budget, MODES_BY_NAME["none+drop_oldest"])
@@ -131,7 +132,7 @@ def test_drop_oldest_without_a_summariser_never_overflows(sessions, budget):
 
 def test_without_either_fallback_the_single_task_overflows(sessions):
     stats = replay(sessions[SINGLE_TASK], "32k", MODES_BY_NAME["none"])
-    assert (stats.overflows, stats.dropped) == (78, 0)
+    assert (stats.overflows, stats.dropped) == (80, 0)
 
 
 def test_the_command_prints_one_row_per_session_budget_and_mode(capsys):
@@ -139,7 +140,7 @@ def test_the_command_prints_one_row_per_session_budget_and_mode(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| session ")
     assert lines[2] == ("| single-fix-flaky-lease-test |    160 | 32k    | summariser |   161 |"
-                        "    2,072,677 |          10 |         0 |      0 |      0 |        10 |       0 |")
+                        "    2,071,548 |          13 |         0 |      1 |     14 |        13 |       0 |")
     assert lines[3].split("|")[4].strip() == "original"
     assert lines[4] == ""
 

@@ -168,7 +168,7 @@ def edit_ack(rng: random.Random, path: str) -> str:
 def build_log(rng: random.Random) -> str:
     """A long, noisy ``shell::run`` output (dependency install or a type checker run)."""
     lines = []
-    for _ in range(rng.randint(300, 900)):
+    for _ in range(rng.randint(400, 1600)):
         path = module_path(rng)
         lines.append(rng.choice((
             f"{path}:{rng.randint(1, 900)}: error: Incompatible types in assignment "
