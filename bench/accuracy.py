@@ -1,6 +1,6 @@
 """How far the byte heuristic is from exact token counts, and what exact counts cost.
 
-    python bench/accuracy.py [--sessions 40] [--seed 7] [--timing-mb 1.5] [--repeat 3] [--json]
+    python -m bench.accuracy [--sessions 40] [--seed 7] [--timing-mb 1.5] [--repeat 3] [--json]
 
 For seeded synthetic sessions (prose, code, JSON results, CJK, emoji, tool calls) it reports the
 ratio heuristic / tokenizer per message and per session (min, median, max) for each shipped
@@ -192,6 +192,26 @@ def timing(target_bytes: int, seed: int, encoding_name: str, repeat: int = 3) ->
     }
 
 
+REPLAY_MODEL = "gpt-4o"  # an o200k_base model: `estimator: auto` counts it with the tokenizer
+
+
+def replay_compactions(budget: str) -> list[dict[str, Any]]:
+    """Compactions and overflows of each recorded session, replayed with each estimator."""
+    from bench.replay.replay import Mode, replay, shipped_sessions
+
+    modes = {"heuristic": Mode("heuristic", True, {}),
+             "tokenizer": Mode("tokenizer", True, {"estimator": "auto"})}
+    rows = []
+    for recorded in shipped_sessions():
+        row: dict[str, Any] = {"session": recorded.name, "budget": budget}
+        for name, mode in modes.items():
+            stats = replay(recorded, budget, mode, model_id=REPLAY_MODEL)
+            row[name] = {"calls": stats.calls, "compactions": stats.compacted,
+                         "overflows": stats.overflows, "input_tokens": stats.input_tokens}
+        rows.append(row)
+    return rows
+
+
 def render(report: dict[str, Any]) -> str:
     lines = [f"sessions: {report['sessions']} (seed {report['seed']})", ""]
     lines.append("ratio heuristic/tokenizer (below 1: the heuristic under-counts)")
@@ -211,6 +231,14 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"  tiktoken encode_ordinary_batch    {tm['tiktoken_batch_s'] * 1000:8.1f} ms")
         lines.append(f"  tiktoken encode_ordinary loop     {tm['tiktoken_loop_s'] * 1000:8.1f} ms")
         lines.append(f"  warm estimator (cached recount)   {tm['warm_estimator_s'] * 1000:8.1f} ms")
+    if report.get("replay"):
+        lines.append("")
+        lines.append(f"replay on {REPLAY_MODEL} with a summariser: compactions (overflows) per estimator")
+        lines.append(f"{'session':<30} {'budget':<7} {'calls':>6} {'heuristic':>12} {'tokenizer':>12}")
+        for row in report["replay"]:
+            h, t = row["heuristic"], row["tokenizer"]
+            lines.append(f"{row['session']:<30} {row['budget']:<7} {h['calls']:>6} "
+                         f"{h['compactions']:>7} ({h['overflows']:>2}) {t['compactions']:>7} ({t['overflows']:>2})")
     return "\n".join(lines)
 
 
@@ -222,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing-mb", type=float, default=1.5)
     parser.add_argument("--repeat", type=int, default=3, help="timing runs; the best is reported")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--replay-budget", default="32k",
+                        help="replay the recorded sessions at this budget with each estimator ('' to skip)")
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
@@ -236,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.timing_mb > 0:
         for name in sorted(SPECS, reverse=True):
             report["timing"].append(timing(int(args.timing_mb * 1e6), args.seed, name, args.repeat))
-    # TODO: compactions triggered per estimator in an assemble/compact replay of these sessions.
+    if args.replay_budget:
+        report["replay"] = replay_compactions(args.replay_budget)
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() if args.json else render(report))
     return 0
 

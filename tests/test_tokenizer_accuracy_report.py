@@ -25,7 +25,7 @@ def test_sessions_are_seeded(accuracy):
 
 
 def test_report_lists_both_encodings(accuracy, capsys):
-    assert accuracy.main(["--sessions", "3", "--turns", "3", "--timing-mb", "0"]) == 0
+    assert accuracy.main(["--sessions", "3", "--turns", "3", "--timing-mb", "0", "--replay-budget", ""]) == 0
     out = capsys.readouterr().out
     assert out.startswith("sessions: 3 (seed 7)\n")
     assert "o200k_base   message" in out and "cl100k_base  session" in out

@@ -99,8 +99,8 @@ def shipped_sessions(directory: Path = SESSIONS_DIR) -> list[Session]:
     return [load_session(path) for path in paths]
 
 
-def model_input(context_window: int) -> dict[str, Any]:
-    return {"id": "replay-model",
+def model_input(context_window: int, model_id: str = "replay-model") -> dict[str, Any]:
+    return {"id": model_id,
             "limits": {"context_window": context_window, "max_output_tokens": MAX_OUTPUT_TOKENS}}
 
 
@@ -110,8 +110,8 @@ def _quiet_logger() -> logging.Logger:
     return log
 
 
-def replay(session: Session, budget: str, mode: Mode) -> ReplayStats:
-    """Replay ``session`` at ``budget`` (a key of :data:`BUDGETS`) in ``mode``."""
+def replay(session: Session, budget: str, mode: Mode, model_id: str = "replay-model") -> ReplayStats:
+    """Replay ``session`` at ``budget`` (a key of :data:`BUDGETS`) in ``mode`` on ``model_id``."""
     recorder = RecordingSummarizer() if mode.summarizer else None
     ctx = HandlerContext(
         config=parse_config_value(mode.config),
@@ -119,13 +119,13 @@ def replay(session: Session, budget: str, mode: Mode) -> ReplayStats:
         lease_store=None,  # one harness, one history: nothing to coordinate
         log=_quiet_logger(),
     )
-    return anyio.run(_replay, session, budget, mode, ctx, recorder)
+    return anyio.run(_replay, session, budget, mode, ctx, recorder, model_id)
 
 
 async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext,
-                  recorder: RecordingSummarizer | None) -> ReplayStats:
+                  recorder: RecordingSummarizer | None, model_id: str) -> ReplayStats:
     stats = ReplayStats(session.name, budget, mode.name)
-    model = model_input(BUDGETS[budget])
+    model = model_input(BUDGETS[budget], model_id)
     held_from = 0  # the first recorded message the harness still holds
     previous_summary: str | None = None
     previous_sent: tuple[str, list[dict[str, Any]]] | None = None
