@@ -96,7 +96,7 @@ def run(sets: tuple[str, ...], plan: Plan, with_e2e: bool = True, log=sys.stderr
                         log.write(f"{name} e2e: {time.perf_counter() - started:.1f}s\n")
             finally:
                 e2e.stop()
-    report = build(results, e2e_results)
+    report = build(results, e2e_results, plan.quick)
     report.notes.append(f"clock: {CLOCK} ({'process CPU time' if CLOCK == 'cpu' else 'wall-clock latency'}); "
                         f"{plan.runs} runs after one discarded warm-up; ratios are medians of run-by-run ratios")
     if e2e_state:

@@ -126,3 +126,41 @@ def test_quick_table_for_w1_and_w4_has_the_expected_rows():
             assert cells[8] == expected[4] and cells[9] in ("PASS", "MISS")
     memory = [line.split()[0] for line in lines if re.match(r"^(W1|W4)\s+\d", line)]
     assert memory == ["W1", "W4"]
+
+
+def test_p95_is_the_nearest_rank_and_ratios_are_paired():
+    from bench.measure import p95, paired_ratio
+
+    assert p95([float(i) for i in range(1, 21)]) == 19.0
+    assert p95([3.0, 1.0, 2.0]) == 3.0
+    # Run-by-run ratios 2, 3, 10: their median, not the ratio of the medians (4 / 2 = 2).
+    assert paired_ratio([2.0, 3.0, 10.0], [1.0, 1.0, 1.0]) == 3.0
+
+
+def _set(call: float, floor: float, **extra):
+    samples = {"call": [call] * 3, "floor": [floor] * 3, **extra}
+    stats = {key: {"median_ms": values[0], "p95_ms": values[0], "runs": 3} for key, values in samples.items()}
+    return {"function_id": "context::assemble", "request_bytes": 1000, "stats": stats, "samples": samples,
+            "rss": {"idle": 10_000_000, "peak": 10_003_000}}
+
+
+def test_targets_are_judged_on_the_stated_ratios():
+    from bench.report import build
+
+    results = {"W1": _set(2.9, 1.0), "W2": _set(2.6, 1.0),
+               "W3": {**_set(5.0, 1.0), "request_bytes": 1000}}
+    report = build(results, {})
+    verdicts = {(r.workload, r.measured): (r.target, r.verdict) for r in report.rows}
+    assert verdicts[("W1", "call bytes→bytes")] == ("≤ 3× floor", "PASS")
+    assert verdicts[("W2", "call bytes→bytes")] == ("≤ 2.5× floor", "MISS")
+    memory = {m.workload: m.verdict for m in report.memory}
+    assert memory == {"W1": "", "W2": "", "W3": "PASS"}  # 3,000 bytes above idle for 1,000 sent
+
+
+def test_a_pending_set_is_reported_not_measured():
+    from bench.report import build
+
+    report = build({"W3": {"function_id": "context::assemble", "request_bytes": 5, "pending": "no summariser"}}, {})
+    assert report.rows == []
+    assert report.pending == ["W3 (context::assemble): pending — no summariser"]
+    assert [(m.workload, m.verdict) for m in report.memory] == [("W3", "pending")]
