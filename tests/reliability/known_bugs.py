@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from context_manager import CallError, call
-from context_manager.core.codec import loads
+from context_manager.core.codec import dumps_wire, loads
 
 from .corpus import ERROR_PREFIXES
 
@@ -35,11 +35,16 @@ def deep_arguments_body(depth: int) -> bytes:
 
 
 def clean(function_id: str, payload: object) -> str | None:
-    """``None`` when the call answers or fails cleanly; else the unexpected message."""
+    """``None`` when the call answers (with a response that can be sent) or fails cleanly;
+    else what went wrong."""
     try:
-        call(function_id, payload)
+        response = call(function_id, payload)
     except CallError as exc:
         return None if exc.message.startswith(ERROR_PREFIXES) else exc.message
+    try:
+        dumps_wire(response)
+    except Exception as exc:  # an answer no caller could receive
+        return f"response cannot be written: {exc}"
     return None
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -109,3 +111,14 @@ def usable_of(response: dict[str, Any]) -> int:
 def breakdown_total(response: dict[str, Any], overhead: int) -> int:
     b = response["breakdown"]
     return sum(b["by_role"].values()) + b["system_prompt_tokens"] + b["tools_tokens"] + overhead
+
+
+# ---------------------------------------------------------------- figures for RELIABILITY.md
+
+def record(section: str, **figures: Any) -> None:
+    """Append one JSON line of figures when ``RELIABILITY_FIGURES`` names a file (the report
+    script sets it); a no-op otherwise."""
+    path = os.environ.get("RELIABILITY_FIGURES")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"section": section, **figures}) + "\n")

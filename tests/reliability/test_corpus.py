@@ -23,6 +23,7 @@ from .corpus import (
     problem,
     run_in_process,
 )
+from .support import record
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 CORPUS = [c for c in cases() if c.id not in KNOWN_BUG_CASES]
@@ -42,6 +43,8 @@ def test_the_corpus_is_large_and_covers_every_function() -> None:
 @pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
 def test_each_case_gets_a_clean_answer_in_process(case: Case) -> None:
     outcome = run_in_process(case)
+    record("corpus-in-process", case=case.id, function=case.function_id, kind=outcome.kind,
+           message=outcome.message[:120], problem=problem(case, outcome))
     assert problem(case, outcome) is None, (case.id, outcome)
 
 
@@ -57,6 +60,8 @@ def test_the_command_line_answers_one_json_line(case_id: str, tmp_path: Path) ->
         capture_output=True, timeout=120, cwd=tmp_path,
         env={**os.environ, "LOG_LEVEL": "error"},
     )
+    record("corpus-cli", case=case_id, exit=done.returncode,
+           stderr=done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:])
     assert b"Traceback" not in done.stderr
     if done.returncode == 0:
         assert not case.must_fail, case_id
@@ -77,6 +82,7 @@ def test_memory_returns_to_its_warm_level_after_repeated_corpus_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "reliability.corpus_rss", "3"],
                           capture_output=True, timeout=600, cwd=TESTS_DIR, check=True)
     figures = json.loads(done.stdout.decode().splitlines()[-1])
+    record("corpus-rss", **figures)
     # After the warm-up pass, two more passes (each holding 50 MB strings at times) leave the
     # resident set within 8 MiB of where it was.
     assert max(figures["after_kib"]) - figures["warm_kib"] <= 8 * 1024, figures

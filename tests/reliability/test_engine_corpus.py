@@ -10,6 +10,7 @@ from typing import Any
 
 from .corpus import KNOWN_BUG_CASES, Case, Outcome, cases, problem
 from .engine_support import healthy, invoke_raw, rss_kib, send_frame, worker_on_engine
+from .support import record
 
 SETTLE_CALLS = 20
 
@@ -79,6 +80,8 @@ def test_the_worker_answers_the_corpus_keeps_serving_and_settles_its_memory(tmp_
         sent_again, _, problems = one_pass(engine)
         assert problems == [] and sent_again == sent
         after = settled_rss(engine, pid)
+        record("corpus-engine", sent=sent, unsendable=unsendable, passes=2, warm_kib=warm,
+               after_kib=after)
         assert process.proc.poll() is None
         assert "Traceback" not in process.stderr
         # Each pass sends seven 50 MB payloads: a leak of even one would add 50 MB. What remains

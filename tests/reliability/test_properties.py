@@ -5,9 +5,12 @@ Every property runs ``strategies.EXAMPLES`` (2,000 by default) fixed, derandomis
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -34,9 +37,29 @@ from .support import (
     call_ids,
     context,
     result_ids,
+    record,
     run,
     timestamps,
 )
+
+# (property, outcome) -> executed cases, written to the reliability figures after the module.
+OUTCOMES: Counter[tuple[str, str]] = Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def figures() -> Iterator[None]:
+    yield
+    by_property: dict[str, dict[str, int]] = {}
+    for (name, outcome), count in sorted(OUTCOMES.items()):
+        by_property.setdefault(name, {})[outcome] = count
+    record("properties", outcomes=by_property)
+
+
+def note(prop: str, *outcomes: str) -> None:
+    OUTCOMES[(prop, "cases")] += 1
+    for outcome in outcomes:
+        OUTCOMES[(prop, outcome)] += 1
+        event(outcome)
 
 OVERFLOW_PREFIX = "handler error: context/overflow: "
 # Longest placeholder these histories can produce: 61 bytes of fixed text, a function id of at
@@ -60,19 +83,19 @@ def overhead_of(options: Any) -> int:
     return (options or {}).get("request_overhead_tokens") or 0
 
 
-def check_success(response: dict[str, Any], options: Any) -> None:
+def check_success(prop: str, response: dict[str, Any], options: Any) -> None:
     applied = response["applied"]
-    for flag in ("compacted", "pruned"):
-        event(f"{flag}: {applied[flag]}")
-    event(f"capped: {applied['capped_parts'] > 0}")
+    note(prop, "answered", *[name for name, done in (
+        ("capped", applied["capped_parts"] > 0), ("pruned", applied["pruned"]),
+        ("compacted", applied["compacted"])) if done])
     assert response["token_count"] <= response["usable"]
     assert response["token_count"] == breakdown_total(response, overhead_of(options))
     assert all(m["role"] != "custom" for m in response["messages"])
 
 
-def check_failure(exc: CallError) -> None:
+def check_failure(prop: str, exc: CallError) -> None:
     # Inline limits always resolve, so the only legitimate failure is an honest overflow.
-    event("outcome: context/overflow")
+    note(prop, "context/overflow")
     assert exc.code == "invocation_failed"
     assert exc.message.startswith(OVERFLOW_PREFIX), exc.message
 
@@ -89,9 +112,9 @@ def test_assemble_fits_keeps_order_and_reports_a_consistent_breakdown(
     try:
         response = run("context::assemble", payload, context(config))
     except CallError as exc:
-        check_failure(exc)
+        check_failure("assemble", exc)
         return
-    check_success(response, options)
+    check_success("assemble", response, options)
     expected = [m["timestamp"] for m in history if m["role"] != "custom"]
     assert timestamps(response["messages"]) == expected
     assert response["applied"]["compacted"] is False
@@ -112,11 +135,9 @@ def test_compaction_keeps_each_kept_result_with_its_call(
     try:
         response = run("context::assemble", payload, ctx)
     except CallError as exc:
-        check_failure(exc)
+        check_failure("compaction", exc)
         return
-    finally:
-        event(f"summariser called: {summarizer.calls > 0}")
-    check_success(response, options)
+    check_success("compaction", response, options)
     view = [m["timestamp"] for m in history if m["role"] != "custom"]
     kept = timestamps(response["messages"])
     assert kept == view[len(view) - len(kept):]
@@ -144,7 +165,7 @@ def test_prune_is_idempotent_and_keeps_every_message(
     assert [m["role"] for m in first["messages"]] == [m["role"] for m in history]
     longest = max((len(t.encode()) for t in _placeholder_texts(first["messages"])), default=0)
     assert longest <= options["max_output_chars"]
-    event(f"pruned parts > 0: {first['pruned_parts'] > 0}")
+    note("prune", *(["pruned"] if first["pruned_parts"] else []))
     second = run("context::prune", {"messages": first["messages"], "options": options}, ctx)
     assert (second["pruned_parts"], second["pruned_tokens"]) == (0, 0)
     assert dumps(second["messages"]) == dumps(first["messages"])
@@ -177,6 +198,7 @@ def test_count_tokens_equals_assembles_initial_count(
                   assemble_payload(history, model, None, prompt, tool_list), ctx)
     assembled = run("context::assemble",
                     assemble_payload(history, model, None, prompt, tool_list), ctx)
+    note("count-tokens", f"estimator {estimator}")
     assert counted["tokens"] == assembled["applied"]["initial_token_count"]
     assert counted["estimator"] == assembled["breakdown"]["estimator"]
 
@@ -195,6 +217,7 @@ def _plain(value: Any) -> Any:
 @RELIABILITY
 @given(histories(max_rounds=6))
 def test_serializer_round_trips_decoded_messages(history: list[dict[str, Any]]) -> None:
+    note("serializer")
     decoded = decode_messages(history)
     again = decode_messages(loads(dumps(decoded)))
     assert _plain(again) == _plain(decoded)

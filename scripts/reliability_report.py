@@ -1,0 +1,354 @@
+"""Run the reliability suite (properties, malformed-input corpus, fault injection, load) and
+rewrite RELIABILITY.md with what was tried and the figures.
+
+    python scripts/reliability_report.py            # full load run: 500 concurrent, 10,000 calls
+    python scripts/reliability_report.py --quick    # CI-sized load: 100 concurrent, 1,000 calls
+
+Exit status 1 when any committed reliability test fails or the load run reports a problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "tests" / "reliability"
+OUTPUT = ROOT / "RELIABILITY.md"
+
+PROPERTIES = {
+    "assemble": ("test_assemble_fits_keeps_order_and_reports_a_consistent_breakdown",
+                 "Without a summariser: success has `token_count <= usable` and `token_count` = "
+                 "Σ `by_role` + `system_prompt_tokens` + `tools_tokens` + `request_overhead_tokens`; "
+                 "cap/prune/emergency keep every non-custom message in order (timestamps); no "
+                 "custom message is returned; the only failure is `context/overflow`."),
+    "compaction": ("test_compaction_keeps_each_kept_result_with_its_call",
+                   "With a fake summariser and lease store: the same budget checks; the returned "
+                   "list is a suffix of the model-facing history, `tail_start_index` maps to its "
+                   "first message, and every kept function result (message or inline block) "
+                   "still has its call on the kept side."),
+    "prune": ("test_prune_is_idempotent_and_keeps_every_message",
+              "`context::prune` keeps length, order and roles (customs included); run again on "
+              "its own output with the same options (`max_output_chars` ≥ the longest "
+              "placeholder) it prunes nothing and returns identical bytes."),
+    "count-tokens": ("test_count_tokens_equals_assembles_initial_count",
+                     "For histories without custom messages or images, the same system prompt "
+                     "(no trailing whitespace) and tools, no overhead: `count-tokens.tokens` = "
+                     "assemble's `applied.initial_token_count` (heuristic and `auto` estimators)."),
+    "serializer": ("test_serializer_round_trips_decoded_messages",
+                   "`decode(loads(dumps(decoded))) == decoded`, record key order and bytes "
+                   "included (free-form floats, 64-bit integers, multibyte text)."),
+}
+
+FAULTS = {
+    "test_faults_in_process.py": {
+        "test_the_reference_history_compacts_with_a_working_summariser": ("control: a working summariser", "compacts; lease released"),
+        "test_a_hanging_summariser_is_abandoned_at_the_timeout": ("summariser hangs past `summarizer_timeout_ms` (300 ms)", "abandoned at the deadline; emergency reduction answers; lease released"),
+        "test_a_hanging_library_summariser_function_is_abandoned_at_the_timeout": ("library `summarizer=` function sleeps 3 s (timeout 300 ms)", "answer in < 2 s without compaction; no lease file left"),
+        "test_an_empty_summary_means_no_compaction": ("summariser returns empty / whitespace text", "not compacted; emergency reduction answers"),
+        "test_a_failing_summariser_means_no_compaction": ("summariser fails, raises an unexpected exception, or its connection closes early", "not compacted; answers; lease released"),
+        "test_a_library_summariser_returning_no_text_means_no_compaction": ("library summariser returns None / int / bytes", "not compacted; answers"),
+        "test_a_library_summariser_that_raises_means_no_compaction": ("library summariser raises OSError", "not compacted; answers"),
+        "test_a_lease_dir_occupied_by_a_regular_file_skips_compaction": ("`lease_dir` is a regular file (library call)", "store unusable = busy: summariser never called; answers; file untouched"),
+        "test_a_full_disk_lease_store_skips_compaction": ("lease store raises ENOSPC on every write", "busy: summariser never called; answers"),
+        "test_a_stale_lease_blocks_only_until_its_ttl": ("lease left by a crashed holder", "honoured while younger than the TTL, taken over after it"),
+    },
+    "test_faults_engine.py": {
+        "test_the_bus_history_compacts_with_a_working_router": ("control: router summarises over a channel", "compacts"),
+        "test_a_router_chat_that_hangs_past_the_timeout_means_no_compaction": ("`router::chat` answers after 10 s (timeout 1.5 s)", "not compacted, answered in 1.5–6 s; worker healthy; no lease file"),
+        "test_an_empty_router_summary_means_no_compaction": ("router streams an empty summary", "not compacted; answers"),
+        "test_a_router_chat_error_means_no_compaction": ("`router::chat` returns an error", "not compacted; answers"),
+        "test_a_channel_closed_before_the_done_frame_keeps_the_deltas_so_far": ("channel closed after the first delta, no `done`", "summary = deltas received (spec 03 §3.7.5); compacts"),
+        "test_a_channel_closed_before_any_frame_means_no_compaction": ("channel closed before any frame", "empty summary: not compacted; answers"),
+        "test_garbage_frames_on_the_channel_mean_no_compaction": ("channel carries invalid JSON, invalid UTF-8, unknown events", "frames skipped, empty: not compacted; answers"),
+        "test_a_router_budget_error_falls_back_to_the_fallback_limits": ("`router::models::budget` errors", "fallback limits (`model_resolved: fallback`)"),
+        "test_a_router_budget_timeout_falls_back_after_five_seconds": ("`router::models::budget` hangs 8 s", "fallback limits after the 5 s budget timeout"),
+        "test_engine_killed_mid_call_and_restarted": ("engine stopped during a compaction, restarted 0.5 s later", "caller fails at once; worker re-registers, stays up, releases the lease; next compaction succeeds"),
+        "test_worker_killed_mid_compaction_leaves_a_lease_that_expires_with_its_ttl": ("worker SIGKILLed during a compaction", "caller gets `invocation_stopped`; the stale lease blocks a restarted worker only until its TTL (3 s), then compaction succeeds"),
+        "test_configuration_worker_absent_at_boot_exits_1": ("configuration worker absent at boot", "exit status 1, no traceback, nothing registered"),
+        "test_an_invalid_configuration_after_boot_keeps_the_last_good_snapshot": ("stored configuration becomes invalid after boot (wrong type, unknown key, not an object)", "keeps serving with the last good snapshot"),
+        "test_a_lease_dir_occupied_by_a_file_at_boot_exits_1": ("`lease_dir` is a regular file at boot", "exit status 1, no traceback, file untouched"),
+        "test_a_lease_dir_occupied_by_a_file_after_boot_keeps_the_previous_store": ("reload points `lease_dir` at a regular file", "previous store and configuration stay; compaction still works"),
+    },
+}
+
+
+BUG_NOTES = {
+    "test_bug_free_form_nesting_under_the_1000_level_limit_is_an_internal_error":
+        "free-form values (`arguments`, `details`, `parameters`) nested 254–1,000 levels: "
+        "`internal error: Recursion limit reached` (orjson) from ~254, `maximum recursion depth "
+        "exceeded` from ~500; prune answers but its response cannot be written",
+    "test_bug_command_line_prints_a_traceback_for_deep_arguments":
+        "`call context::prune` with 300-level arguments: raw traceback on stderr instead of one "
+        "JSON line",
+    "test_bug_library_value_nested_5000_deep_is_an_internal_error":
+        "library value nested 5,000 levels: `internal error: maximum recursion depth exceeded`",
+    "test_bug_library_lone_surrogate_is_not_a_serialization_error":
+        "library value with a lone surrogate: count-tokens `internal error: str is not valid "
+        "UTF-8`, prune answers with the surrogate",
+    "test_bug_overflow_total_is_not_saturated_at_u64_max":
+        "`request_overhead_tokens = 2^64-1`: the overflow message reports a total beyond u64 "
+        "instead of the saturated 18446744073709551615",
+}
+
+
+def run_pytest(paths: list[str], junit: Path, env: dict[str, str]) -> tuple[int, float]:
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
+                           f"--junitxml={junit}"], cwd=ROOT, env=env)
+    return done.returncode, time.monotonic() - started
+
+
+def junit_cases(junit: Path) -> list[dict[str, Any]]:
+    if not junit.exists():
+        return []
+    cases = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        status = "passed"
+        if case.find("failure") is not None or case.find("error") is not None:
+            status = "failed"
+        elif case.find("skipped") is not None:
+            status = "skipped"
+        cases.append({"file": (case.get("classname") or "").split(".")[-1] + ".py",
+                      "name": case.get("name") or "", "time": float(case.get("time") or 0),
+                      "status": status})
+    return cases
+
+
+def read_figures(path: Path) -> dict[str, list[dict[str, Any]]]:
+    sections: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    if path.exists():
+        for line in path.read_text().splitlines():
+            item = json.loads(line)
+            sections[item.pop("section")].append(item)
+    return sections
+
+
+def run_full_load(quick: bool) -> tuple[int, dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "load.json"
+        args = ["--concurrency", "100", "--total", "1000"] if quick else []
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "load.py"), *args,
+                               "--json", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL)
+        report = json.loads(out.read_text()) if out.exists() else {"problems": ["load run failed"]}
+    return done.returncode, report
+
+
+# ---------------------------------------------------------------- rendering
+
+def _mark(ok: bool) -> str:
+    return "pass" if ok else "**FAIL**"
+
+
+def _by_file(cases: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for case in cases:
+        grouped[case["file"]].append(case)
+    return grouped
+
+
+def _status(cases: list[dict[str, Any]]) -> tuple[int, int, float]:
+    passed = sum(c["status"] == "passed" for c in cases)
+    return passed, len(cases), sum(c["time"] for c in cases)
+
+
+def render(cases: list[dict[str, Any]], bugs: list[dict[str, Any]], figures: dict[str, Any],
+           load: dict[str, Any], quick: bool, suite_seconds: float, examples: int) -> str:
+    files = _by_file(cases)
+    lines: list[str] = []
+    add = lines.append
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    add("# Reliability")
+    add("")
+    add("What was tried against context-manager and what came out. Regenerate this file with")
+    add("`python scripts/reliability_report.py` (add `--quick` for the CI-sized load run); the")
+    add("tests live in `tests/reliability/`, the full load run is `python scripts/load.py`.")
+    add("")
+    add(f"Last run: {now}, Python {platform.python_version()}, {os.cpu_count()} CPU(s); "
+        f"reliability suite wall time {suite_seconds:.0f} s.")
+    add("")
+
+    # ---- overview
+    add("## Overview")
+    add("")
+    add("| Area | What was tried | Tests passing | Time (s) |")
+    add("|---|---|---|---|")
+    overview = [
+        ("Properties", f"5 properties × {examples} generated cases (hypothesis, derandomised)", "test_properties.py"),
+        ("Malformed input, in process", "every corpus case through `context_manager.call`", "test_corpus.py"),
+        ("Malformed input, engine", "the corpus through a worker subprocess on the test engine, twice", "test_engine_corpus.py"),
+        ("Faults, in process", "summariser and lease-store ports", "test_faults_in_process.py"),
+        ("Faults, engine", "process deaths, router, configuration and lease_dir faults", "test_faults_engine.py"),
+        ("Load (CI size)", "100 concurrent assemble calls, 1,000 in all", "test_load.py"),
+    ]
+    for area, tried, file in overview:
+        passed, total, seconds = _status(files.get(file, []))
+        add(f"| {area} | {tried} | {passed}/{total} | {seconds:.1f} |")
+    add("")
+
+    # ---- properties
+    add("## Properties")
+    add("")
+    add(f"Each property runs {examples} fixed cases (`derandomize=True`, no example database): "
+        "random histories (calls answered by result messages or inline blocks, custom messages, "
+        "images, thinking, multibyte and long texts), inline models from 300 to 40,000 tokens, "
+        "random configurations (thresholds scaled to the histories, `estimator` heuristic or "
+        "auto) and random options.")
+    add("")
+    add("| Property | Checked | Cases run | Outcomes | Result | Time (s) |")
+    add("|---|---|---|---|---|---|")
+    outcomes = (figures.get("properties") or [{}])[-1].get("outcomes", {})
+    prop_cases = {c["name"]: c for c in files.get("test_properties.py", [])}
+    for key, (test, text) in PROPERTIES.items():
+        counts = dict(outcomes.get(key, {}))
+        run = counts.pop("cases", 0)
+        shown = ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "—"
+        case = prop_cases.get(test, {"status": "missing", "time": 0})
+        add(f"| `{key}` | {text} | {run} | {shown} | {_mark(case['status'] == 'passed')} | {case['time']:.1f} |")
+    add("")
+
+    # ---- corpus
+    add("## Malformed-input corpus")
+    add("")
+    add("Generated deterministically by `tests/reliability/corpus.py` for all seven functions: "
+        "empty and whitespace bodies, broken JSON, NaN, invalid and overlong UTF-8, lone-surrogate "
+        "escapes (in values and keys), 5,000-level nesting, numbers beyond f64/i64/u64, negative "
+        "numbers, wrong types and missing fields at every level, unknown roles, block types, enum "
+        "values, duplicate keys, 50 MB strings, plus decoded values only a library caller can pass "
+        "(tuples, bytes, NaN, lone surrogates, 5,000-level nesting). Expected: a clean "
+        "`invocation_failed` error whose message starts `serialization error: ` or "
+        "`handler error: context/` (`UNKNOWN_UI_ASSET` for the console asset function), or a "
+        "normal answer for extreme-but-valid input; never a crash or a traceback.")
+    add("")
+    in_process = figures.get("corpus-in-process", [])
+    kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    for item in in_process:
+        kinds[item["function"]][item["kind"]] += 1
+    add("| Function | Cases | Clean errors | Answers (valid extremes) | Crashes |")
+    add("|---|---|---|---|---|")
+    for function, counter in kinds.items():
+        add(f"| `{function}` | {sum(counter.values())} | {counter['error']} | {counter['ok']} | {counter['crash']} |")
+    total = sum(sum(c.values()) for c in kinds.values())
+    add(f"| **all** | **{total}** | {sum(c['error'] for c in kinds.values())} | "
+        f"{sum(c['ok'] for c in kinds.values())} | {sum(c['crash'] for c in kinds.values())} |")
+    add("")
+    cli = figures.get("corpus-cli", [])
+    cli_passed, cli_total, _ = _status([c for c in files.get("test_corpus.py", [])
+                                        if c["name"].startswith("test_the_command_line")])
+    add(f"- Command line (`python -m context_manager call <id> --input FILE`): {len(cli)} "
+        f"representative cases, one process each; {cli_passed}/{cli_total} answered with exit "
+        "status 1 and exactly one JSON line `{code, message}` on stderr (or exit 0 and one JSON "
+        "line on stdout for valid input), no traceback.")
+    rss = (figures.get("corpus-rss") or [{}])[-1]
+    if rss:
+        add(f"- Memory in process (a subprocess runs the {rss.get('cases')} cases {rss.get('passes')} times): "
+            f"RSS {rss.get('start_kib', 0) // 1024} MiB at start, {rss.get('warm_kib', 0) / 1024:.1f} MiB after "
+            f"the warm-up pass, then {', '.join(f'{k / 1024:.1f}' for k in rss.get('after_kib', []))} MiB.")
+    engine = (figures.get("corpus-engine") or [{}])[-1]
+    if engine:
+        add(f"- Through the engine: {engine.get('sent')} cases answered per pass over a worker "
+            f"subprocess, {engine.get('unsendable')} bodies no engine could forward (not JSON, not "
+            "UTF-8) sent as raw frames and ignored; the worker kept serving, no stack trace "
+            f"reached a caller. Worker RSS after pass 1: {engine.get('warm_kib', 0) / 1024:.1f} MiB, "
+            f"after pass 2: {engine.get('after_kib', 0) / 1024:.1f} MiB (each pass carries seven 50 MB "
+            "payloads; allocator retention moves by a few tens of MB, a retained payload would add 50).")
+    add("")
+
+    # ---- faults
+    add("## Fault injection")
+    add("")
+    add("| Fault | Documented outcome | Result | Time (s) |")
+    add("|---|---|---|---|")
+    for file, table in FAULTS.items():
+        by_name: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for case in files.get(file, []):
+            by_name[case["name"].split("[")[0]].append(case)
+        for test, (fault, outcome) in table.items():
+            runs = by_name.get(test, [])
+            ok = bool(runs) and all(c["status"] == "passed" for c in runs)
+            add(f"| {fault} | {outcome} | {_mark(ok)} | {sum(c['time'] for c in runs):.1f} |")
+    add("")
+
+    # ---- load
+    add("## Load")
+    add("")
+    add("`context::assemble` through the in-process test engine to a worker subprocess, called "
+        "by a second engine client; a mix of 20 payloads from ~20 tokens to 2 MB (greetings, "
+        "sessions that prune, emergency reduction with images, a capped 1 MB result). Every "
+        "answer is compared with the in-process answer of the same payload.")
+    add("")
+    add("| Run | Concurrency | Calls | Answered | Wrong | Errors | Wall (s) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | Worker RSS (MiB) start → warm → end | Threads / fds before → after | Pending after |")
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    runs = [("CI (`test_load.py`)", (figures.get("load-ci") or [None])[-1]),
+            ("quick (`scripts/load.py --concurrency 100 --total 1000`)" if quick else "full (`scripts/load.py`)", load)]
+    for label, report in runs:
+        if not report or "total" not in report:
+            add(f"| {label} | — | — | — | — | — | — | — | — | — | — | — | — | — |")
+            continue
+        samples = report["rss_kib"]
+        warm = samples[min(len(samples) - 1, 2)][1] if samples else 0
+        add(f"| {label} | {report['concurrency']} | {report['total']} | {report['answered']} | "
+            f"{report['wrong']} | {len(report['errors'])} | {report['seconds']} | {report['p50_ms']} | "
+            f"{report['p95_ms']} | {report['p99_ms']} | {report['max_ms']} | "
+            f"{samples[0][1] / 1024:.1f} → {warm / 1024:.1f} → {samples[-1][1] / 1024:.1f} | "
+            f"{report['threads_before']}/{report['fds_before']} → {report['threads_after']}/{report['fds_after']} | "
+            f"{report['engine_pending_after'] + report['caller_pending_after']} |")
+    if load.get("problems"):
+        add("")
+        add("Load problems: " + "; ".join(load["problems"]))
+    add("")
+    add("Latency is queueing: the worker serves calls on one event loop, so with N calls in "
+        "flight a call waits for the ones ahead of it (p50 ≈ N / throughput).")
+    add("")
+
+    # ---- known defects
+    add("## Defects found (reproductions in `tests/reliability/known_bugs.py`)")
+    add("")
+    add("Each reproduction fails while its defect is present; its corpus cases are left out of "
+        "the committed runs (`corpus.KNOWN_BUG_CASES`).")
+    add("")
+    add("| Reproduction | Defect | Cases failing / run |")
+    add("|---|---|---|")
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for bug in bugs:
+        grouped[bug["name"].split("[")[0]].append(bug)
+    for name, runs in grouped.items():
+        failing = sum(r["status"] == "failed" for r in runs)
+        add(f"| `{name}` | {BUG_NOTES.get(name, '')} | {failing} / {len(runs)} |")
+    add("")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CI-sized load run instead of 500 x 10,000")
+    args = parser.parse_args()
+    examples = int(os.environ.get("RELIABILITY_EXAMPLES", "2000"))
+    with tempfile.TemporaryDirectory() as scratch:
+        figures_path = Path(scratch) / "figures.jsonl"
+        env = {**os.environ, "RELIABILITY_FIGURES": str(figures_path),
+               "RELIABILITY_EXAMPLES": str(examples)}
+        suite_status, suite_seconds = run_pytest([str(SUITE)], Path(scratch) / "suite.xml", env)
+        cases = junit_cases(Path(scratch) / "suite.xml")
+        run_pytest([str(SUITE / "known_bugs.py")], Path(scratch) / "bugs.xml", env)
+        bugs = junit_cases(Path(scratch) / "bugs.xml")
+        load_status, load = run_full_load(args.quick)
+        figures = read_figures(figures_path)
+    OUTPUT.write_text(render(cases, bugs, figures, load, args.quick, suite_seconds, examples) + "\n")
+    print(f"wrote {OUTPUT.relative_to(ROOT)}")
+    return 0 if suite_status == 0 and load_status == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""Reduced load for CI: 100 concurrent `context::assemble` calls, 1,000 in all, through the test
+engine (the full 500 x 10,000 run is `python scripts/load.py`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .load import run_load
+from .support import record
+
+
+def test_concurrent_assemble_calls_are_all_answered_correctly(tmp_path: Path) -> None:
+    report = run_load(concurrency=100, total=1000, sample_every=100, workdir=tmp_path)
+    record("load-ci", **report.as_dict())
+    assert report.errors == []
+    assert (report.answered, report.wrong) == (1000, 0)
+    # Nothing is left waiting anywhere, and the worker holds no extra threads or descriptors.
+    assert (report.engine_pending_after, report.caller_pending_after) == (0, 0)
+    assert report.threads_after == report.threads_before
+    assert report.fds_after == report.fds_before
+    # Resident memory is flat once warm (after the first 200 calls).
+    warm = dict(report.rss_kib)[200]
+    assert max(rss for done, rss in report.rss_kib if done >= 200) - warm < 8 * 1024, report.rss_kib
+    assert report.p99_ms > 0
