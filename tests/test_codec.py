@@ -68,3 +68,21 @@ def test_utf8_length_counts_bytes():
 def test_non_finite_floats_are_rejected_in_free_form_values():
     with pytest.raises(DecodeError):
         canonical_free_form([math.inf])
+
+
+def test_orjson_float_text_equals_the_reference_in_the_band_kept_as_float():
+    # Free-form floats in [1e-4, 1e16) stay Python floats: orjson must write them as the original does.
+    import random
+    import struct
+
+    import orjson
+
+    rng = random.Random(11)
+    checked = 0
+    while checked < 20000:
+        x = struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]
+        if x == x and 1e-4 <= abs(x) < 1e16:
+            assert orjson.dumps(x).decode() == format_float(x)
+            checked += 1
+    for x in (1e-4, 0.1, 0.3, 1 / 3, 1e15, 9.999999999999998e15, 123456789.0, 2.5):
+        assert orjson.dumps(x).decode() == format_float(x)

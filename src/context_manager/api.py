@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from typing import Any
-
-import anyio
 
 from context_manager.adapters.callable_summarizer import SyncSummarizer
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
@@ -46,6 +46,28 @@ def build_context(config: WorkerConfig, summarizer: SyncSummarizer | None) -> Ha
     return ctx
 
 
+_LOOPS = threading.local()
+
+
+def run_handler(function_id: str, payload: Any, ctx: HandlerContext) -> dict[str, Any]:
+    """Run one function to completion on this thread's private, reused event loop.
+
+    ``anyio.run`` builds a loop per call and its runner installs then restores a SIGINT handler;
+    restoring formats the repr of the handler's task, which alone costs ~0.7 ms per call.
+    """
+    loop = getattr(_LOOPS, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _LOOPS.loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(call_async(function_id, payload, ctx))
+    finally:
+        leftovers = asyncio.all_tasks(loop)
+        if leftovers:  # as asyncio.run does: nothing from one call survives into the next
+            for task in leftovers:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
+
+
 async def call_async(function_id: str, payload: Any, ctx: HandlerContext) -> dict[str, Any]:
     handler = FUNCTIONS.get(function_id)
     if handler is None:
@@ -75,7 +97,7 @@ def call(
     except ContextManagerError as exc:
         raise CallError(exc.code, exc.wire_message) from None
     try:
-        return anyio.run(call_async, function_id, payload, ctx)
+        return run_handler(function_id, payload, ctx)
     except CallError:
         raise
     except Exception as exc:  # a defect must still answer with the envelope, never a traceback

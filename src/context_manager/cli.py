@@ -53,7 +53,7 @@ def run_call(argv: Sequence[str]) -> int:
     except SystemExit as exc:
         return 2 if exc.code else 0
 
-    from context_manager.api import UnknownFunction, build_context, call_async
+    from context_manager.api import UnknownFunction, build_context, run_handler
     from context_manager.config.model import DEFAULT_CONFIG
     from context_manager.core.codec import dumps_wire, loads
     from context_manager.core.errors import CallError, ContextManagerError
@@ -76,12 +76,10 @@ def run_call(argv: Sequence[str]) -> int:
     except Exception as exc:  # invalid configuration content
         return _usage_error(str(exc))
 
-    import anyio
-
     try:
         ctx = build_context(config or DEFAULT_CONFIG, None)
         payload = loads(raw)
-        result = anyio.run(call_async, args.function_id, payload, ctx)
+        result = run_handler(args.function_id, payload, ctx)
     except ContextManagerError as exc:
         return _fail(exc.code, exc.wire_message)
     except CallError as exc:

@@ -51,6 +51,9 @@ def loads(data: bytes | str) -> Any:
 
 def format_float(x: float) -> str:
     """The original's shortest round-trip float text (spec 01 §2.3)."""
+    if 1e-4 <= abs(x) < 1e16:
+        # Python's repr is the same shortest round-trip text in fixed notation in this band.
+        return repr(x)
     if x == 0.0:
         return "-0.0" if str(x).startswith("-") else "0.0"
     sign = "-" if x < 0 else ""
@@ -82,7 +85,11 @@ def format_float(x: float) -> str:
     return sign + body
 
 
-def float_fragment(x: float) -> Fragment:
+def float_fragment(x: float) -> Fragment | float:
+    """A float as the original writes it. In [1e-4, 1e16) orjson's own text is already the
+    reference text, so the float stays a float and costs no fragment."""
+    if 1e-4 <= abs(x) < 1e16:
+        return x
     if x != x or x in (float("inf"), float("-inf")):
         raise DecodeError("number out of range")
     return Fragment(format_float(x).encode())
@@ -90,11 +97,27 @@ def float_fragment(x: float) -> Fragment:
 
 def canonical_free_form(value: Any) -> Any:
     """Normalise a free-form JSON value: sorted keys at every depth, reference float text."""
-    if isinstance(value, str) or value is None or value is True or value is False:
+    kind = type(value)
+    if kind is str or value is None or value is True or value is False:
+        return value
+    if kind is dict:
+        return {key: canonical_free_form(value[key]) for key in sorted(value)}
+    if kind is list:
+        return [canonical_free_form(item) for item in value]
+    if kind is int:
+        if _I64_MIN <= value <= _U64_MAX:
+            return value
+        return float_fragment(float(value))
+    if kind is float:
+        return float_fragment(value)
+    return _canonical_other(value)
+
+
+def _canonical_other(value: Any) -> Any:
+    """Subclasses and fragments: the general path, off the hot one."""
+    if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        if not value:
-            return {}
         return {key: canonical_free_form(value[key]) for key in sorted(value)}
     if isinstance(value, list):
         return [canonical_free_form(item) for item in value]

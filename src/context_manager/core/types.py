@@ -108,7 +108,7 @@ def i64(value: Any) -> int:
     raise invalid_type(value, "i64")
 
 
-def f64(value: Any) -> Fragment:
+def f64(value: Any) -> Fragment | float:
     """The one typed float (`usage.cost_usd`): any number, re-emitted as a float."""
     if type(value) is int or type(value) is float:
         return float_fragment(float(value))
@@ -263,10 +263,21 @@ def decode_block(value: Any) -> dict[str, Any]:
         f = decode_struct(value, "text", _TEXT)
         return {"type": "text", "text": f["text"]}
     if kind == "function_call":
+        call_id, function_id = value.get("id"), value.get("function_id")
+        if type(call_id) is str and type(function_id) is str:
+            arguments = value.get("arguments")
+            return {"type": "function_call", "id": call_id, "function_id": function_id,
+                    "arguments": None if arguments is None else canonical_free_form(arguments)}
         f = decode_struct(value, "function_call", _CALL)
         return {"type": "function_call", "id": f["id"], "function_id": f["function_id"],
                 "arguments": f["arguments"]}
     if kind == "thinking":
+        text, signature = value.get("text"), value.get("signature")
+        if type(text) is str and (signature is None or type(signature) is str):
+            out = {"type": "thinking", "text": text}
+            if signature is not None:
+                out["signature"] = signature
+            return out
         f = decode_struct(value, "thinking", _THINKING)
         out = {"type": "thinking", "text": f["text"]}
         if f["signature"] is not None:
@@ -293,7 +304,14 @@ def decode_block(value: Any) -> dict[str, Any]:
 def decode_blocks(value: Any) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise invalid_type(value, "a sequence")
-    return [decode_block(v) for v in value]
+    out = []
+    for v in value:
+        # A well-formed text block, the most common one, without the generic dispatch.
+        if type(v) is dict and v.get("type") == "text" and type(text := v.get("text")) is str:
+            out.append({"type": "text", "text": text})
+        else:
+            out.append(decode_block(v))
+    return out
 
 
 _INLINE_RESULT = {
@@ -346,8 +364,90 @@ _CUSTOM = {
 _OPTIONAL_ASSISTANT = ("native_stop_reason", "error_message", "error_kind", "warnings", "usage")
 
 
+def _timestamp(value: dict[str, Any]) -> int | None:
+    ts = value.get("timestamp")
+    return ts if type(ts) is int and _I64_MIN <= ts <= _I64_MAX else None
+
+
+def _fast_usage(value: Any) -> dict[str, Any] | None:
+    """A usage object of known members with plain values, else None (the general path)."""
+    if type(value) is not dict:
+        return None
+    out: dict[str, Any] = {}
+    for name in _USAGE_FIELDS:
+        n = value.get(name)
+        if n is None:
+            continue
+        if type(n) is not int or not 0 <= n <= _U64_MAX:
+            return None
+        out[name] = n
+    cost = value.get("cost_usd")
+    if cost is not None:
+        if type(cost) is not float and type(cost) is not int:
+            return None
+        out["cost_usd"] = float_fragment(float(cost))
+    return out
+
+
+def _fast_message(role: str, value: dict[str, Any]) -> dict[str, Any] | None:
+    """The common, well-formed shapes decoded without the generic walker.
+
+    Returns None whenever anything is unusual; the generic path then decodes the message and
+    raises the original's first error. Content errors raised here are the generic path's
+    too (``content`` is each role's first member in sorted order), but callers re-run the
+    generic path on any DecodeError anyway.
+    """
+    content = value.get("content")
+    ts = _timestamp(value)
+    if type(content) is not list or ts is None:
+        return None
+    if role == "function_result":
+        call_id, function_id = value.get("function_call_id"), value.get("function_id")
+        is_error = value.get("is_error", False)
+        if type(call_id) is not str or type(function_id) is not str or (is_error is not True and is_error is not False):
+            return None
+        details = value.get("details")
+        return {"role": "function_result", "function_call_id": call_id, "function_id": function_id,
+                "content": decode_blocks(content),
+                "details": None if details is None else canonical_free_form(details),
+                "is_error": is_error, "timestamp": ts}
+    if role == "user":
+        return {"role": "user", "content": decode_blocks(content), "timestamp": ts}
+    if role == "assistant":
+        stop_reason, model, provider = value.get("stop_reason"), value.get("model"), value.get("provider")
+        if (type(stop_reason) is not str or stop_reason not in STOP_REASONS or type(model) is not str
+                or type(provider) is not str):
+            return None
+        for name in ("native_stop_reason", "error_message", "error_kind", "warnings"):
+            if value.get(name) is not None:
+                return None
+        out: dict[str, Any] = {"role": "assistant", "content": decode_blocks(content),
+                               "stop_reason": stop_reason}
+        usage = value.get("usage")
+        if usage is not None:
+            usage = _fast_usage(usage)
+            if usage is None:
+                return None
+            out["usage"] = usage
+        out["model"] = model
+        out["provider"] = provider
+        out["timestamp"] = ts
+        return out
+    return None
+
+
 def decode_message(value: Any) -> dict[str, Any]:
     role = _tag(value, "role", "AgentMessage", ROLES)
+    try:
+        fast = _fast_message(role, value)
+    except DecodeError:
+        fast = None
+    if fast is not None:
+        return fast
+    return _decode_message_generic(role, value)
+
+
+def _decode_message_generic(role: str, value: Any) -> dict[str, Any]:
     if role == "user":
         f = decode_struct(value, "user", _USER)
         return {"role": "user", "content": f["content"], "timestamp": f["timestamp"]}
