@@ -97,6 +97,9 @@ BUG_NOTES = {
     "test_bug_library_lone_surrogate_is_not_a_serialization_error":
         "library value with a lone surrogate: count-tokens `internal error: str is not valid "
         "UTF-8`, prune answers with the surrogate",
+    "test_bug_engine_caller_receives_a_python_traceback":
+        "over the engine, an unexpected handler exception is answered with a `stacktrace` "
+        "member holding the worker's Python traceback",
     "test_bug_overflow_total_is_not_saturated_at_u64_max":
         "`request_overhead_tokens = 2^64-1`: the overflow message reports a total beyond u64 "
         "instead of the saturated 18446744073709551615",

@@ -110,3 +110,19 @@ def test_bug_overflow_total_is_not_saturated_at_u64_max() -> None:
         call("context::assemble", payload)
     assert caught.value.message == ("handler error: context/overflow: assembled context requires "
                                     "18446744073709551615 tokens but usable budget is 3200")
+
+
+# ------------------------------------------------------------- 4. tracebacks over the bus
+
+def test_bug_engine_caller_receives_a_python_traceback(tmp_path: Path) -> None:
+    """Any unexpected exception in a handler (here the deep-nesting defect) is answered with
+    an error body carrying ``stacktrace``: the worker's Python traceback, source paths
+    included, reaches the calling worker. The prune case also shows the raw orjson text
+    (``Recursion limit reached``) without the ``internal error:`` prefix."""
+    from .engine_support import invoke_raw, worker_on_engine
+
+    body = deep_arguments_body(300).decode()
+    with worker_on_engine(tmp_path) as (engine, process):
+        for function_id in ("context::count-tokens", "context::prune"):
+            reply = invoke_raw(engine, function_id, body)
+            assert "stacktrace" not in reply.get("error", {}), function_id

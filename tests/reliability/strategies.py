@@ -142,6 +142,22 @@ def histories(draw: st.DrawFn, *, customs: bool = True, images: bool = True,
     return [{**m, "timestamp": 1000 + i} for i, m in enumerate(messages)]
 
 
+@st.composite
+def sessions(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Agent sessions of many user turns (what compaction works on): each turn a request, some
+    call rounds and an answer; inline results, customs and images now and then."""
+    next_call = [0]
+    messages: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(3, 12))):
+        messages.extend(draw(_user_turn()))
+        for _ in range(draw(st.integers(0, 2))):
+            messages.extend(draw(_call_round(next_call)))
+        if draw(rare(6)):
+            messages.append(custom(draw(short_text)))
+        messages.extend(draw(_assistant_reply()))
+    return [{**m, "timestamp": 1000 + i} for i, m in enumerate(messages)]
+
+
 def _without_images(message: dict[str, Any]) -> dict[str, Any]:
     def blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out = []

@@ -26,6 +26,7 @@ from .strategies import (
     histories,
     models,
     prune_options,
+    sessions,
     short_text,
     system_prompts,
     tools,
@@ -121,7 +122,7 @@ def test_assemble_fits_keeps_order_and_reports_a_consistent_breakdown(
 
 
 @RELIABILITY
-@given(histories(max_rounds=18), models(), configs(), assemble_options(),
+@given(st.one_of(histories(max_rounds=18), sessions()), models(), configs(), assemble_options(),
        st.one_of(st.just("Summary: the earlier work."), short_text), system_prompts)
 def test_compaction_keeps_each_kept_result_with_its_call(
     history: list[dict[str, Any]], model: dict[str, Any], config: dict[str, Any],
