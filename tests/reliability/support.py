@@ -104,10 +104,6 @@ def timestamps(messages: list[dict[str, Any]]) -> list[int]:
     return [m["timestamp"] for m in messages]
 
 
-def usable_of(response: dict[str, Any]) -> int:
-    return response["usable"]
-
-
 def breakdown_total(response: dict[str, Any], overhead: int) -> int:
     b = response["breakdown"]
     return sum(b["by_role"].values()) + b["system_prompt_tokens"] + b["tools_tokens"] + overhead

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path

@@ -26,8 +26,6 @@ from .support import (
 )
 
 
-
-
 def fell_through(response: dict[str, Any]) -> bool:
     applied = response["applied"]
     return (applied["compacted"], applied["pruned"]) == (False, True) and \
