@@ -12,7 +12,6 @@ import logging
 import os
 import platform
 import random
-import traceback
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -387,14 +386,14 @@ class EngineClient:
                 protocol.error_result(reply_to, function_id, exc.code, exc.wire_message)
             )
         except Exception as exc:  # every failure answers; a caller never waits for a timeout
+            # The traceback stays in this worker's log: source paths are not for remote callers.
             self.log.exception("function %s raised", function_id)
             reply = protocol.encode(
                 protocol.error_result(
                     reply_to,
                     function_id,
                     protocol.INVOCATION_FAILED,
-                    str(exc) or type(exc).__name__,
-                    traceback.format_exc(),
+                    f"internal error: {exc or type(exc).__name__}",
                 )
             )
         if isinstance(invocation_id, str):
