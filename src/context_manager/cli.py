@@ -80,6 +80,7 @@ def run_call(argv: Sequence[str]) -> int:
         ctx = build_context(config or DEFAULT_CONFIG, None)
         payload = loads(raw)
         result = run_handler(args.function_id, payload, ctx)
+        output = dumps_wire(result)
     except ContextManagerError as exc:
         return _fail(exc.code, exc.wire_message)
     except CallError as exc:
@@ -89,7 +90,7 @@ def run_call(argv: Sequence[str]) -> int:
     except Exception as exc:
         logging.getLogger("context_manager").exception("unexpected failure")
         return _fail("invocation_failed", f"internal error: {exc}")
-    sys.stdout.buffer.write(dumps_wire(result) + b"\n")
+    sys.stdout.buffer.write(output + b"\n")
     sys.stdout.flush()
     return 0
 
