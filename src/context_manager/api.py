@@ -16,7 +16,6 @@ from context_manager.handlers.registry import FUNCTIONS
 log = logging.getLogger("context_manager")
 
 
-
 class UnknownFunction(LookupError):
     pass
 
@@ -96,6 +95,9 @@ def call(
         ctx = build_context(_config_from(config), summarizer)
     except ContextManagerError as exc:
         raise CallError(exc.code, exc.wire_message) from None
+    # The returned dicts are the caller's to keep and change: none of them may be shared with
+    # later calls, so library calls decode afresh.
+    ctx.memo = None
     try:
         return run_handler(function_id, payload, ctx)
     except CallError:

@@ -61,12 +61,12 @@ from .budget import default_reserved, usable_budget
 from .cap import cap_results
 from .drop_oldest import drop_oldest
 from .emergency import emergency_reduce
-from .estimate import Estimator, by_role, estimator_for_model
+from .estimate import Estimator, by_role, estimator_for_model, message_sizes, tools_tokens
 from .media import Capability, normalize_media
 from .prompts import render_system_prompt
 from .prune import PruneParams, prune
 from .resolution import resolve_model
-from .results import Message
+from .results import Message, resolve_inline_function_ids
 from .types import ModelInput
 
 _INLINE_COMPACTION_MODULE = "context_manager.core.inline_compaction"
@@ -143,6 +143,14 @@ class _Context:
     prompt_tokens: int
     tools_tokens: int
     overhead_tokens: int
+    # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
+    # positions of inline results, so one resolution serves both passes.
+    _function_ids: dict[tuple[int, int], str] | None = None
+
+    def function_ids(self) -> dict[tuple[int, int], str]:
+        if self._function_ids is None:
+            self._function_ids = resolve_inline_function_ids(self.view)
+        return self._function_ids
 
     def total(self) -> int:
         return sum(self.sizes) + self.prompt_tokens + self.tools_tokens + self.overhead_tokens
@@ -211,11 +219,11 @@ def _initial_context(request: AssembleRequest, vision: Capability, estimator: Es
     system_prompt = render_system_prompt(request.system_prompt, request.options.previous_summary)
     return _Context(
         view=view,
-        sizes=[estimator.message(m) for m in view],
+        sizes=message_sizes(view, estimator),
         view_to_orig=view_to_orig,
         system_prompt=system_prompt,
         prompt_tokens=estimator.text(system_prompt),
-        tools_tokens=sum(estimator.function(tool) for tool in request.tools or []),
+        tools_tokens=tools_tokens(request.tools, estimator) if request.tools else 0,
         overhead_tokens=request.options.request_overhead_tokens or 0,
     )
 
@@ -235,7 +243,7 @@ def _cap_pass(
     )
     if threshold == 0:
         return
-    capped = cap_results(state.view, state.sizes, threshold, estimator)
+    capped = cap_results(state.view, state.sizes, threshold, estimator, state.function_ids())
     state.view, state.sizes = capped.messages, capped.sizes
     applied["capped_parts"] = capped.stats.capped_parts
     applied["capped_tokens"] = capped.stats.capped_tokens
@@ -263,7 +271,7 @@ def _prune_pass(
         max_output_chars=config.max_output_chars,
         protected_functions=options.protected_functions or (),
     )
-    pruned = prune(state.view, params, estimator, state.sizes)
+    pruned = prune(state.view, params, estimator, state.sizes, state.function_ids())
     assert pruned.sizes is not None
     state.view, state.sizes = pruned.messages, pruned.sizes
     applied["pruned"] = pruned.stats.pruned_parts > 0
@@ -313,6 +321,7 @@ def _drop_oldest_pass(
         return
     state.view, state.sizes = dropped.messages, dropped.sizes
     state.view_to_orig = dropped.view_to_orig
+    state._function_ids = None
     applied["dropped_messages"] = dropped.dropped_messages
     applied["dropped_ranges"] = dropped.dropped_ranges
     log.warning(
@@ -347,6 +356,7 @@ def _apply_compaction(
     state.system_prompt = render_system_prompt(base_system_prompt, outcome.summary)
     state.prompt_tokens = estimator.text(state.system_prompt)
     state.view = state.view[head_len:]
+    state._function_ids = None
     state.sizes = state.sizes[head_len:]
     tail_start = outcome.tail_start_view
     applied["compacted"] = True

@@ -12,6 +12,8 @@ from typing import Any
 
 from . import codec
 from .estimate import Estimator
+from .memo import active as active_memo
+from .memo import remembered
 from .results import (
     Block,
     Message,
@@ -109,30 +111,55 @@ def _capped_details(details: Any, tokens: int) -> Any:
 
 
 def cap_results(
-    messages: list[Message], sizes: list[int], threshold: int, estimator: Estimator
+    messages: list[Message],
+    sizes: list[int],
+    threshold: int,
+    estimator: Estimator,
+    function_ids: dict[tuple[int, int], str] | None = None,
 ) -> CapResult:
     """Cap every result over `threshold`, oldest to newest; returns new lists.
 
     `sizes` is the per-message estimate memo; every rewritten host message is re-estimated.
-    A threshold of 0 disables the pass.
+    A threshold of 0 disables the pass. `function_ids` is `resolve_inline_function_ids(messages)`
+    when the caller already has it.
     """
     capped = list(messages)
     new_sizes = list(sizes)
     if threshold == 0:
         return CapResult(capped, new_sizes, CapStats())
-    function_ids = resolve_inline_function_ids(messages)
+    if function_ids is None:
+        function_ids = resolve_inline_function_ids(messages)
+    memo = active_memo()
     parts_total = 0
     tokens_total = 0
     for index, message in enumerate(messages):
-        rewritten, parts = _cap_message(index, message, function_ids, threshold, estimator)
-        if parts == 0:
-            continue
-        capped[index] = rewritten
+        if message["role"] == "function_result":
+            # Depends on the message, the threshold and the estimator only: remembered.
+            outcome = remembered(memo, message, ("cap", threshold, estimator),
+                                 lambda: _capped_result_message(message, threshold, estimator))
+            if outcome is None:
+                continue
+            capped[index], size = outcome
+            parts = 1
+        else:
+            rewritten, parts = _cap_message(index, message, function_ids, threshold, estimator)
+            if parts == 0:
+                continue
+            capped[index] = rewritten
+            size = estimator.message(rewritten)
         before = new_sizes[index]
-        new_sizes[index] = estimator.message(rewritten)
-        tokens_total += max(0, before - new_sizes[index])
+        new_sizes[index] = size
+        tokens_total += max(0, before - size)
         parts_total += parts
     return CapResult(capped, new_sizes, CapStats(parts_total, tokens_total))
+
+
+def _capped_result_message(
+    message: Message, threshold: int, estimator: Estimator
+) -> tuple[Message, int] | None:
+    """(the capped rewrite of a message-level result, its estimate), or None when within."""
+    rewritten, parts = _cap_message(0, message, {}, threshold, estimator)
+    return None if parts == 0 else (rewritten, estimator.message(rewritten))
 
 
 def _cap_message(

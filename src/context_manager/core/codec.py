@@ -101,7 +101,12 @@ def canonical_free_form(value: Any) -> Any:
     if kind is str or value is None or value is True or value is False:
         return value
     if kind is dict:
-        return {key: canonical_free_form(value[key]) for key in sorted(value)}
+        out = {}
+        for key in sorted(value):
+            item = value[key]
+            # Strings and plain integers, most leaves, without a call.
+            out[key] = item if type(item) is str or type(item) is int and _I64_MIN <= item <= _U64_MAX else canonical_free_form(item)
+        return out
     if kind is list:
         return [canonical_free_form(item) for item in value]
     if kind is int:

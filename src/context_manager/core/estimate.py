@@ -13,6 +13,8 @@ import orjson
 
 from context_manager.config.model import WorkerConfig
 from context_manager.core.codec import utf8_len
+from context_manager.core.memo import active as active_memo
+from context_manager.core.memo import remembered
 
 IMAGE_TOKEN_BUDGET = 4096
 _NULL_LEN = 4  # len(b"null")
@@ -89,6 +91,32 @@ def estimator_for_model(model_id: str, config: WorkerConfig | None = None) -> Es
 
     tokenizer = tokenizer_for_model(model_id)
     return HEURISTIC if tokenizer is None else tokenizer
+
+
+def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator) -> list[int]:
+    """``[estimator.message(m) for m in messages]``, remembered across calls for messages the
+    active memo holds (an estimate depends on the message and the estimator only)."""
+    memo = active_memo()
+    if memo is None:
+        return [estimator.message(m) for m in messages]
+    entry_of = memo.entry_of
+    sizes = []
+    for m in messages:
+        entry = entry_of(m)
+        if entry is None:
+            sizes.append(estimator.message(m))
+            continue
+        size = entry.derived.get(estimator)
+        if size is None:
+            size = entry.derived[estimator] = estimator.message(m)
+        sizes.append(size)
+    return sizes
+
+
+def tools_tokens(tools: list[dict[str, Any]], estimator: Estimator) -> int:
+    """The estimate of a tools list, remembered when the active memo holds that list."""
+    return remembered(active_memo(), tools, ("tools", estimator),
+                      lambda: sum(estimator.function(tool) for tool in tools))
 
 
 def empty_by_role() -> dict[str, int]:

@@ -9,13 +9,15 @@ are never removed; only an output's content is replaced.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import NamedTuple, Union
 
 from .estimate import Estimator
+from .memo import active as active_memo
+from .memo import remembered
 from .results import (
     Block,
     Message,
-    is_real_user_turn,
+    has_inline_result,
     len8,
     resolve_inline_function_ids,
     result_tokens,
@@ -58,11 +60,11 @@ class PruneResult:
     stats: PruneStats
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
+class _Candidate(NamedTuple):
     location: Location
     tokens: int
     function_id: str
+    saving: int  # tokens freed by its placeholder alone
 
 
 def placeholder(function_id: str, tokens: int) -> str:
@@ -104,46 +106,59 @@ def prune(
     params: PruneParams,
     estimator: Estimator,
     sizes: list[int] | None = None,
+    function_ids: dict[tuple[int, int], str] | None = None,
 ) -> PruneResult:
     """Run the pass over `messages`; returns new lists (the inputs are not modified).
 
     When a size memo is given, every rewritten host message is re-estimated into it.
+    `function_ids` is `resolve_inline_function_ids(messages)` when the caller already has it.
     """
-    function_ids = resolve_inline_function_ids(messages)
+    if function_ids is None:
+        function_ids = resolve_inline_function_ids(messages)
+    memo = active_memo()
+    facts_key = ("prune-facts", estimator)
     scanned = 0
     window = 0
     user_turns = 0
     queue: list[_Candidate] = []
     decay_on = params.decay_user_turns > 0
 
-    def consider(location: Location, message: Message, function_id: str, content: list[Block]) -> None:
+    def consider(
+        location: Location, message: Message, function_id: str, content: list[Block],
+        facts: tuple[int, int, int],
+    ) -> None:
         nonlocal scanned, window
         if function_id in params.protected_functions:
             return
-        tokens = result_tokens(content, estimator)
+        tokens, text_bytes, saving = facts
         scanned += 1
         window += tokens
         if window <= params.protect_recent_tokens:
             return
         if decay_on and is_canonical_placeholder(content, function_id):
             return
-        verbose = len8(text_of(content)) > params.max_output_chars
+        verbose = text_bytes > params.max_output_chars
         aged = decay_on and user_turns >= params.decay_user_turns
         if not verbose and not aged:
             return
         if not verbose and not _replacement_shrinks(message, location, function_id, tokens, estimator):
             return
-        queue.append(_Candidate(location, tokens, function_id))
+        queue.append(_Candidate(location, tokens, function_id, saving))
 
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if is_real_user_turn(message):
+        role = message["role"]
+        if role == "user" and not has_inline_result(message):  # a real user turn
             user_turns += 1
             continue
         if user_turns < params.protected_user_turns:
             continue
-        if message["role"] == "function_result":
-            consider(index, message, message["function_id"], message["content"])
+        if role == "function_result":
+            content = message["content"]
+            function_id = message["function_id"]
+            facts = remembered(memo, message, facts_key,
+                               lambda: _output_facts(content, function_id, estimator))
+            consider(index, message, function_id, content, facts)
             continue
         blocks = message["content"]
         for block_index in range(len(blocks) - 1, -1, -1):
@@ -153,21 +168,47 @@ def prune(
             function_id = function_ids.get((index, block_index))
             if function_id is None:
                 continue
-            consider((index, block_index), message, function_id, block["content"])
+            content = block["content"]
+            facts = _output_facts(content, function_id, estimator)
+            consider((index, block_index), message, function_id, content, facts)
 
-    net = sum(
-        max(0, c.tokens - estimator.text(placeholder(c.function_id, c.tokens))) for c in queue
-    )
+    net = sum(candidate.saving for candidate in queue)
     pruned = list(messages)
     new_sizes = None if sizes is None else list(sizes)
     if net < params.min_free_tokens:
         return PruneResult(pruned, new_sizes, PruneStats(0, 0, scanned))
     for candidate in queue:
+        location = candidate.location
+        if isinstance(location, int):
+            # A message-level output's placeholder depends on the message and estimator alone.
+            original = messages[location]
+            pruned[location], size = remembered(
+                memo, original, ("pruned", estimator, candidate.tokens),
+                lambda: _placeholder_message(original, candidate, estimator),
+            )
+            if new_sizes is not None:
+                new_sizes[location] = size
+            continue
         content = [text_block(placeholder(candidate.function_id, candidate.tokens))]
-        host = _set_content(pruned, candidate.location, content)
+        host = _set_content(pruned, location, content)
         if new_sizes is not None:
             new_sizes[host] = estimator.message(pruned[host])
     return PruneResult(pruned, new_sizes, PruneStats(net, len(queue), scanned))
+
+
+def _output_facts(content: list[Block], function_id: str, estimator: Estimator) -> tuple[int, int, int]:
+    """(result tokens, UTF-8 bytes of the text, tokens its placeholder would free) of an output:
+    what the scan weighs."""
+    tokens = result_tokens(content, estimator)
+    saving = max(0, tokens - estimator.text(placeholder(function_id, tokens)))
+    return tokens, len8(text_of(content)), saving
+
+
+def _placeholder_message(message: Message, candidate: _Candidate, estimator: Estimator) -> tuple[Message, int]:
+    rewritten = with_content(
+        message, [text_block(placeholder(candidate.function_id, candidate.tokens))]
+    )
+    return rewritten, estimator.message(rewritten)
 
 
 def _replacement_shrinks(

@@ -17,6 +17,7 @@ from typing import Any, Callable, NamedTuple
 
 from context_manager.core.codec import Fragment, canonical_free_form, float_fragment
 from context_manager.core.errors import DecodeError
+from context_manager.core.memo import active as active_memo
 
 ROLES = ("user", "assistant", "function_result", "custom")
 STOP_REASONS = ("end", "length", "function_call", "aborted", "error")
@@ -305,12 +306,34 @@ def decode_blocks(value: Any) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise invalid_type(value, "a sequence")
     out = []
+    append = out.append
     for v in value:
-        # A well-formed text block, the most common one, without the generic dispatch.
-        if type(v) is dict and v.get("type") == "text" and type(text := v.get("text")) is str:
-            out.append({"type": "text", "text": text})
-        else:
-            out.append(decode_block(v))
+        # Well-formed text, thinking and call blocks, the bulk of a history, skip the generic
+        # dispatch; anything else (or anything unusual) goes through it.
+        if type(v) is dict:
+            kind = v.get("type")
+            if kind == "text":
+                text = v.get("text")
+                if type(text) is str:
+                    append({"type": "text", "text": text})
+                    continue
+            elif kind == "function_call":
+                call_id, function_id = v.get("id"), v.get("function_id")
+                if type(call_id) is str and type(function_id) is str:
+                    arguments = v.get("arguments")
+                    append({"type": "function_call", "id": call_id, "function_id": function_id,
+                            "arguments": None if arguments is None else canonical_free_form(arguments)})
+                    continue
+            elif kind == "thinking":
+                text, signature = v.get("text"), v.get("signature")
+                if type(text) is str:
+                    if signature is None:
+                        append({"type": "thinking", "text": text})
+                        continue
+                    if type(signature) is str:
+                        append({"type": "thinking", "text": text, "signature": signature})
+                        continue
+        append(decode_block(v))
     return out
 
 
@@ -481,6 +504,9 @@ def _decode_message_generic(role: str, value: Any) -> dict[str, Any]:
 def decode_messages(value: Any) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise invalid_type(value, "a sequence")
+    memo = active_memo()
+    if memo is not None:  # messages seen by an earlier call come back already decoded
+        return memo.decode_all(value, decode_message)
     return [decode_message(v) for v in value]
 
 
@@ -505,7 +531,14 @@ def decode_function(value: Any) -> dict[str, Any]:
     return out
 
 
-decode_tools = sequence(decode_function)
+_decode_tool_list = sequence(decode_function)
+
+
+def decode_tools(value: Any) -> list[dict[str, Any]]:
+    memo = active_memo()
+    if memo is None:
+        return _decode_tool_list(value)
+    return memo.decode_value("tools", value, _decode_tool_list)
 
 
 @dataclass(frozen=True, slots=True)

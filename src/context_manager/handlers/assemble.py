@@ -13,6 +13,7 @@ from typing import Any
 from context_manager.core import types as t
 from context_manager.core.assemble import AssembleOptions, AssembleRequest, assemble
 from context_manager.core.errors import invalid_request
+from context_manager.core.memo import using
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.prune import function_ids
 
@@ -55,4 +56,5 @@ def decode_request(payload: Any) -> AssembleRequest:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    return await assemble(decode_request(payload), ctx)
+    with using(ctx.memo):
+        return await assemble(decode_request(payload), ctx)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.memo import SHARED_MEMO, MessageMemo
 from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock
 
 
@@ -21,3 +22,5 @@ class HandlerContext:
     # Effects of the internal functions (engine wiring); None where not applicable.
     model_cache: Any = None
     on_config_change: Any = None
+    # Decoded messages reused across calls; None for callers that keep the returned dicts.
+    memo: MessageMemo | None = SHARED_MEMO

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from context_manager.core import types as t
-from context_manager.core.errors import invalid_request
-from context_manager.core.estimate import by_role, estimator_for_model
+from context_manager.core.errors import DecodeError, invalid_request
+from context_manager.core.estimate import HEURISTIC, by_role, estimator_for_model, message_sizes, tools_tokens
+from context_manager.core.memo import using
+from context_manager.core.raw_estimate import floats_match, heuristic_tokens
 from context_manager.handlers.context import HandlerContext
 
 FUNCTION_ID = "context::count-tokens"
@@ -20,21 +22,62 @@ _REQUEST = {
 }
 
 
-def count_tokens(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
+def _raw_list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise t.invalid_type(value, "a sequence")
+    return value
+
+
+# The same request with its messages left as parsed: counted without decoding (see below).
+_RAW_REQUEST = {**_REQUEST, "messages": t.FieldSpec(_raw_list)}
+
+
+def _heuristic_sizes(raws: list[Any]) -> list[int]:
+    """Per-message heuristic estimates of valid messages, most of them straight from the parsed
+    JSON; an unusual message is decoded (which raises its exact error if it is invalid)."""
+    sizes = []
+    for raw in raws:
+        size = heuristic_tokens(raw)
+        if size is None:
+            size = HEURISTIC.message(t.decode_message(raw))
+        sizes.append(size)
+    return sizes
+
+
+def _decode(payload: Any, ctx: HandlerContext) -> tuple[dict[str, Any], Any, list[Any], list[int]]:
+    """(request fields, estimator, messages, per-message estimates).
+
+    ``messages`` are canonical dicts, or the parsed dicts themselves when the heuristic counts
+    them without decoding: for JSON payloads only (``ctx.memo`` set), everything else valid.
+    """
+    if ctx.memo is not None:
+        try:
+            request = t.decode_struct(payload, "CountTokensInput", _RAW_REQUEST)
+        except DecodeError:
+            request = None  # the ordinary decoding below raises the exact error
+        if request is not None and request["messages"] is not None:
+            est = estimator_for_model(request["model"].id, ctx.config)
+            if est is HEURISTIC and floats_match():
+                raws = request["messages"]
+                return request, est, raws, _heuristic_sizes(raws)
     request = t.decode_struct(payload, "CountTokensInput", _REQUEST)
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
     est = estimator_for_model(request["model"].id, ctx.config)
-    sizes = [est.message(m) for m in messages]
+    return request, est, messages, message_sizes(messages, est)
+
+
+def count_tokens(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
+    request, est, messages, sizes = _decode(payload, ctx)
     tokens = sum(sizes)
     if request["system_prompt"] is not None:
         tokens += est.text(request["system_prompt"])
     response: dict[str, Any] = {"tokens": 0, "by_role": by_role(messages, sizes)}
     if request["tools"] is not None:
-        tools_tokens = sum(est.function(f) for f in request["tools"])
-        tokens += tools_tokens
-        response["tools_tokens"] = tools_tokens
+        counted = tools_tokens(request["tools"], est)
+        tokens += counted
+        response["tools_tokens"] = counted
     if request["parts"] is not None:
         response["by_part"] = {name: est.text(text) for name, text in request["parts"].items()}
     response["tokens"] = tokens
@@ -43,4 +86,5 @@ def count_tokens(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    return count_tokens(payload, ctx)
+    with using(ctx.memo):
+        return count_tokens(payload, ctx)

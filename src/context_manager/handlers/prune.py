@@ -13,6 +13,7 @@ from context_manager.core import types as t
 from context_manager.core.errors import invalid_request
 from context_manager.core.estimate import estimator_for_model
 from context_manager.core.prune import PruneParams, prune
+from context_manager.core.memo import using
 from context_manager.handlers.context import HandlerContext
 
 FUNCTION_ID = "context::prune"
@@ -78,4 +79,5 @@ def prune_request(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    return prune_request(payload, ctx)
+    with using(ctx.memo):
+        return prune_request(payload, ctx)

@@ -1,0 +1,339 @@
+"""Decoded messages and their per-message measures, remembered across calls.
+
+An agent loop resends its whole history on every turn with a few messages added, so most
+messages of a request were decoded, estimated and scanned by an earlier call. The memo maps a
+raw message (as parsed from the request) to the canonical dict decoded from it and to values
+derived from that dict alone (estimates, result sizes, a capped or pruned rewrite), so a warm
+call skips that work for every message it has seen.
+
+Finding an entry costs no serialization: a bucket key made of a few cheap members (role,
+timestamp, ...) selects a candidate, and the raw message must then equal the candidate's
+canonical dict (`==`, a C-speed walk that compares the strings byte by byte) with every number
+and boolean of the same type (`==` alone says ``1 == 1.0 == True``). A raw message whose
+members differ from the canonical set only by defaults (absent ``details``, a null
+``signature``...) is compared with a reshaped copy of the canonical dict made once per entry.
+
+The memo is bounded by the bytes of text its entries hold (plus a fixed overhead each), least
+recently used first out. Entries are immutable values shared by every call that finds them:
+nothing in the core mutates a decoded message, and callers that hand the resulting dicts to
+user code (``api.call``) run without a memo.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator
+
+import orjson
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# Rough resident cost of an entry besides its text: dicts, lists and the bookkeeping around them.
+ENTRY_OVERHEAD_BYTES = 400
+BLOCK_OVERHEAD_BYTES = 120
+# Keys of the first messages of histories met once; cleared whole when full.
+MAX_SEEN_KEYS = 10_000
+
+# Members a record may carry as explicit null while its canonical form omits them.
+_NULLABLE = frozenset(
+    ("signature", "attachment_id", "native_stop_reason", "error_message", "error_kind",
+     "warnings", "usage", "display", "details", "is_error")
+)
+# Members whose canonical default is filled in when absent from the raw record.
+_DEFAULTS: dict[str, Any] = {"details": None, "arguments": None, "is_error": False}
+_UNSHAPED = object()  # the raw shape could not be matched: the entry never serves that shape
+
+Path = tuple[Any, ...]
+
+
+class Entry:
+    """One decoded message (or tools list) and what has been derived from it."""
+
+    __slots__ = ("message", "key", "cost", "expect", "top", "probes", "derived")
+
+    def __init__(self, message: Any, key: Any, cost: int) -> None:
+        self.message = message
+        self.key = key
+        self.cost = cost
+        self.expect: Any = None  # what a raw message must equal; None until first needed
+        # Numbers and booleans to type-check: the message's own members, then nested ones.
+        self.top: tuple[tuple[Any, type], ...] = ()
+        self.probes: tuple[tuple[Path, tuple[tuple[Any, type], ...]], ...] = ()
+        self.derived: dict[Any, Any] = {}
+
+
+def bucket_key(raw: dict[str, Any]) -> Any:
+    """A cheap key that tells most messages apart (unhashable members raise TypeError)."""
+    content = raw.get("content")
+    return (raw.get("role"), raw.get("timestamp"), raw.get("function_call_id"),
+            len(content) if type(content) is list else -1)
+
+
+def _approx_bytes(message: dict[str, Any]) -> int:
+    size = ENTRY_OVERHEAD_BYTES
+    for block in message["content"]:
+        text = block.get("text") or block.get("data")
+        size += BLOCK_OVERHEAD_BYTES + (len(text) if type(text) is str else 1024)
+    return size
+
+
+def _reshaped(canonical: dict[str, Any], raw: Any) -> Any:
+    """A message or block ``canonical`` with the raw record's member set, or _UNSHAPED.
+
+    A member the canonical dict carries as a default may be absent from the raw one, and a
+    member the canonical dict omits may be an explicit null in the raw one; anything else
+    (unknown members, a different block list) cannot be reshaped. Free-form values are
+    compared as they are.
+    """
+    if type(raw) is not dict:
+        return _UNSHAPED
+    out: dict[str, Any] = {}
+    for name, value in canonical.items():
+        if name in raw:
+            if name == "content":
+                value = _reshaped_blocks(value, raw[name])
+                if value is _UNSHAPED:
+                    return _UNSHAPED
+            out[name] = value
+        elif name not in _DEFAULTS or type(value) is not type(_DEFAULTS[name]) or value != _DEFAULTS[name]:
+            return _UNSHAPED
+    for name, value in raw.items():
+        if name not in canonical:
+            if value is not None or name not in _NULLABLE:
+                return _UNSHAPED
+            out[name] = None
+    return out
+
+
+def _reshaped_blocks(blocks: list[dict[str, Any]], raw: Any) -> Any:
+    if type(raw) is not list or len(raw) != len(blocks):
+        return _UNSHAPED
+    out = []
+    for block, raw_block in zip(blocks, raw):
+        item = _reshaped(block, raw_block)
+        if item is _UNSHAPED:
+            return _UNSHAPED
+        out.append(item)
+    return out
+
+
+def _probes(value: Any, path: Path, out: dict[Path, list[tuple[Any, type]]]) -> None:
+    """The numbers and booleans of ``value`` (the leaves ``==`` cannot tell apart), grouped by
+    the path of the container holding them."""
+    if type(value) is dict:
+        items: Any = value.items()
+    else:
+        items = enumerate(value)
+    for name, item in items:
+        kind = type(item)
+        if kind is dict or kind is list:
+            _probes(item, path + (name,), out)
+        elif kind is int or kind is float or kind is bool:
+            out.setdefault(path, []).append((name, kind))
+
+
+def _same_types(raw: Any, probes: tuple[tuple[Path, tuple[tuple[Any, type], ...]], ...]) -> bool:
+    for path, leaves in probes:
+        container = raw
+        for step in path:
+            container = container[step]
+        for name, kind in leaves:
+            if type(container[name]) is not kind:
+                return False
+    return True
+
+
+class MessageMemo:
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[Any, Entry] = OrderedDict()
+        self._by_id: dict[int, Entry] = {}
+        self._seen: dict[Any, None] = {}  # first messages of histories met once
+        self._bytes = 0
+        self._lock = threading.RLock()
+        self.hits = 0
+        self.misses = 0
+
+    # -- raw message -> canonical dict ------------------------------------------------------
+
+    def decode_all(self, raws: list[Any], decode: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
+        """``[decode(raw) for raw in raws]``, reusing the entries of messages seen before.
+
+        A conversation is recognised by its first message: a history whose first message the
+        memo has never met (a one-off request, the first call of a conversation) is decoded
+        plainly, keeps nothing alive and runs the rest of its call without the memo; only its
+        first message's key is noted. From the next call of that conversation on, every
+        message is remembered.
+        """
+        if not raws or not self._known(raws[0]):
+            _ACTIVE.set(None)  # nothing to reuse: the passes of this call skip their lookups
+            return [decode(raw) for raw in raws]
+        out: list[dict[str, Any]] = []
+        append = out.append
+        entries = self._entries
+        get = entries.get
+        hits = 0
+        with self._lock:
+            for raw in raws:
+                if type(raw) is not dict:
+                    append(decode(raw))
+                    continue
+                content = raw.get("content")  # bucket_key, inline
+                key = (raw.get("role"), raw.get("timestamp"), raw.get("function_call_id"),
+                       len(content) if type(content) is list else -1)
+                try:
+                    entry = get(key)
+                except TypeError:  # an unhashable member: not a valid message anyway
+                    append(decode(raw))
+                    continue
+                if entry is not None:
+                    expect = entry.expect
+                    if expect is None:
+                        expect = self._expectation(raw, entry)
+                    if raw == expect:
+                        for name, kind in entry.top:
+                            if type(raw[name]) is not kind:
+                                break
+                        else:
+                            if not entry.probes or _same_types(raw, entry.probes):
+                                entries.move_to_end(key)
+                                hits += 1
+                                append(entry.message)
+                                continue
+                message = decode(raw)
+                self._insert(key, message)
+                append(message)
+            self.hits += hits
+            self.misses += len(raws) - hits
+        return out
+
+    def _known(self, first: Any) -> bool:
+        """Has a history starting with ``first`` come by before? Notes it if not."""
+        if type(first) is not dict:
+            return False
+        try:
+            key = bucket_key(first)
+            if key in self._entries or key in self._seen:
+                return True
+        except TypeError:
+            return False
+        with self._lock:
+            if len(self._seen) >= MAX_SEEN_KEYS:
+                self._seen.clear()
+            self._seen[key] = None
+        return False
+
+    @staticmethod
+    def _expectation(raw: dict[str, Any], entry: Entry) -> Any:
+        """What raw messages must equal to be this entry's (made once, on the first candidate)."""
+        message = entry.message
+        expect = message if raw == message else _reshaped(message, raw)
+        if expect is not _UNSHAPED:
+            found: dict[Path, list[tuple[Any, type]]] = {}
+            _probes(expect, (), found)
+            entry.top = tuple(found.pop((), ()))
+            entry.probes = tuple((path, tuple(leaves)) for path, leaves in found.items())
+        entry.expect = expect
+        return expect
+
+    def decode_value(self, kind: str, raw: Any, decode: Callable[[Any], Any]) -> Any:
+        """``decode(raw)`` for a small value (the tools list), keyed by its exact JSON text."""
+        try:
+            key = (kind, orjson.dumps(raw))
+        except (TypeError, ValueError):  # not plain JSON: nothing to share
+            return decode(raw)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return entry.message
+            value = decode(raw)
+            self.misses += 1
+            self._insert(key, value, ENTRY_OVERHEAD_BYTES + len(key[1]))
+            return value
+
+    def _insert(self, key: Any, message: Any, cost: int | None = None) -> None:
+        if cost is None:
+            cost = _approx_bytes(message)
+        if cost > self.max_bytes:
+            return
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._forget(old)
+        entry = Entry(message, key, cost)
+        self._entries[key] = entry
+        self._by_id[id(message)] = entry
+        self._bytes += cost
+        while self._bytes > self.max_bytes:
+            _, evicted = self._entries.popitem(last=False)
+            self._forget(evicted)
+
+    def _forget(self, entry: Entry) -> None:
+        self._bytes -= entry.cost
+        if self._by_id.get(id(entry.message)) is entry:
+            del self._by_id[id(entry.message)]
+
+    # -- canonical dict -> derived values ---------------------------------------------------
+
+    def entry_of(self, message: Any) -> Entry | None:
+        """The entry holding this very dict (not an equal one), if any."""
+        entry = self._by_id.get(id(message))
+        return entry if entry is not None and entry.message is message else None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._by_id.clear()
+            self._seen.clear()
+            self._bytes = 0
+            self.hits = 0
+            self.misses = 0
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+SHARED_MEMO = MessageMemo()
+
+_ACTIVE: ContextVar[MessageMemo | None] = ContextVar("context_manager_memo", default=None)
+
+
+def active() -> MessageMemo | None:
+    """The memo of the call running in this context, or None (no reuse across calls)."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def using(memo: MessageMemo | None) -> Iterator[None]:
+    token = _ACTIVE.set(memo)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+_MISSING = object()
+
+
+def remembered(memo: MessageMemo | None, message: Any, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``, remembered on the message's entry when ``memo`` holds this very dict.
+
+    ``key`` must name everything besides the message that the value depends on (the estimator,
+    a threshold...).
+    """
+    if memo is not None:
+        entry = memo.entry_of(message)
+        if entry is not None:
+            derived = entry.derived
+            value = derived.get(key, _MISSING)
+            if value is _MISSING:
+                value = derived[key] = compute()
+            return value
+    return compute()

@@ -1,0 +1,190 @@
+"""The cross-call message memo: reuse is invisible (same bytes, same errors) and bounded."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+
+from context_manager import api
+from context_manager.core import types as t
+from context_manager.core.codec import dumps, dumps_wire
+from context_manager.core.errors import DecodeError
+from context_manager.core.memo import MessageMemo, remembered, using
+from context_manager.handlers.context import HandlerContext
+from context_manager.handlers.registry import FUNCTIONS
+
+USER = {"role": "user", "content": [{"type": "text", "text": "hello there"}], "timestamp": 1}
+ASSISTANT = {
+    "role": "assistant",
+    "content": [
+        {"type": "thinking", "text": "plan", "signature": "sig"},
+        {"type": "function_call", "id": "c1", "function_id": "fs::read",
+         "arguments": {"path": "a.py", "limit": 200, "deep": {"b": 1.5, "a": True}}},
+    ],
+    "stop_reason": "function_call",
+    "usage": {"input": 10, "output": 3, "cost_usd": 0.25},
+    "model": "m",
+    "provider": "p",
+    "timestamp": 2,
+}
+RESULT = {"role": "function_result", "function_call_id": "c1", "function_id": "fs::read",
+          "content": [{"type": "text", "text": "x = 1\n" * 50}], "timestamp": 3}
+
+
+def parsed(value: Any) -> Any:
+    """A fresh parse, as every request is: equal content, new objects."""
+    return orjson.loads(orjson.dumps(value))
+
+
+def decode_three_times(memo: MessageMemo, raws: list[Any]) -> list[list[dict[str, Any]]]:
+    return [memo.decode_all(parsed(raws), t.decode_message) for _ in range(3)]
+
+
+def test_a_history_is_remembered_on_its_second_call_and_served_from_the_third() -> None:
+    memo = MessageMemo()
+    first, second, third = decode_three_times(memo, [USER, ASSISTANT, RESULT])
+    assert [dumps(m) for m in third] == [dumps(t.decode_message(m)) for m in (USER, ASSISTANT, RESULT)]
+    assert all(a is not b for a, b in zip(first, second))  # seen once: nothing kept
+    assert all(a is b for a, b in zip(second, third))  # kept on the second, served on the third
+    assert len(memo) == 3
+    assert (memo.hits, memo.misses) == (3, 3)  # the first call does not even look
+
+
+def test_a_history_never_met_before_keeps_nothing_and_turns_the_memo_off_for_its_call() -> None:
+    memo = MessageMemo()
+    with using(memo):
+        memo.decode_all(parsed([USER, ASSISTANT]), t.decode_message)
+        from context_manager.core.memo import active
+
+        assert active() is None
+    assert len(memo) == 0
+    with using(memo):
+        memo.decode_all(parsed([USER, RESULT]), t.decode_message)  # same first message: known
+        assert active() is memo
+    assert len(memo) == 2
+
+
+@pytest.mark.parametrize("path, value", [
+    (("content", 1, "arguments", "limit"), 200.0),   # 200 == 200.0
+    (("content", 1, "arguments", "deep", "a"), 1),   # True == 1
+    (("usage", "input"), 10.0),                      # u64 given as a float: an error
+    (("timestamp",), 2.0),                            # i64 given as a float: an error
+])
+def test_numbers_equal_in_value_but_not_in_type_are_never_served(path: tuple[Any, ...], value: Any) -> None:
+    memo = MessageMemo()
+    decode_three_times(memo, [ASSISTANT])
+    changed = parsed(ASSISTANT)
+    target = changed
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    assert changed == ASSISTANT  # `==` alone cannot tell them apart
+    try:
+        expected: Any = dumps(t.decode_message(parsed(changed)))
+    except DecodeError as exc:
+        expected = str(exc)
+    try:
+        got: Any = dumps(memo.decode_all([changed], t.decode_message)[0])
+    except DecodeError as exc:
+        got = str(exc)
+    assert got == expected
+    assert got != dumps(t.decode_message(ASSISTANT))
+
+
+def test_defaults_absent_or_null_in_the_raw_message_are_matched_exactly() -> None:
+    memo = MessageMemo()
+    with_nulls = {**ASSISTANT, "content": [{"type": "thinking", "text": "plan", "signature": None},
+                                           {"type": "function_call", "id": "c2", "function_id": "f"}],
+                  "warnings": None}
+    decoded = decode_three_times(memo, [RESULT, with_nulls])
+    assert decoded[1][0] is decoded[2][0] and decoded[1][1] is decoded[2][1]
+    assert dumps(decoded[2][0]) == dumps(t.decode_message(RESULT))
+    assert dumps(decoded[2][1]) == dumps(t.decode_message(with_nulls))
+    # The explicit default spelled out is another raw shape: decoded afresh, same bytes.
+    spelled = {**RESULT, "details": None, "is_error": False}
+    again = memo.decode_all([parsed(spelled)], t.decode_message)[0]
+    assert dumps(again) == dumps(t.decode_message(RESULT))
+
+
+def test_an_invalid_message_with_a_known_key_raises_the_decoder_error() -> None:
+    memo = MessageMemo()
+    decode_three_times(memo, [RESULT])
+    broken = {**RESULT, "is_error": None}  # null is refused for is_error
+    with pytest.raises(DecodeError) as caught:
+        memo.decode_all([parsed(broken)], t.decode_message)
+    with pytest.raises(DecodeError) as expected:
+        t.decode_message(broken)
+    assert str(caught.value) == str(expected.value)
+
+
+def test_unknown_members_and_unhashable_keys_fall_back_to_decoding() -> None:
+    memo = MessageMemo()
+    extra = {**USER, "note": "dropped by decoding"}
+    decoded = decode_three_times(memo, [extra])
+    assert dumps(decoded[2][0]) == dumps(t.decode_message(USER))
+    odd = {**USER, "timestamp": [1]}
+    with pytest.raises(DecodeError):
+        memo.decode_all([odd], t.decode_message)
+
+
+def test_memory_is_bounded_by_bytes_and_the_least_recently_used_goes_first() -> None:
+    memo = MessageMemo(max_bytes=4000)
+    messages = [{**USER, "content": [{"type": "text", "text": "t" * 1000}], "timestamp": i} for i in range(10)]
+    for _ in range(2):
+        memo.decode_all(parsed(messages), t.decode_message)
+    assert memo.size_bytes <= 4000
+    assert 0 < len(memo) < 10
+    kept = {entry.message["timestamp"] for entry in memo._entries.values()}
+    assert kept == set(range(10 - len(memo), 10))  # the newest survive
+    memo.clear()
+    assert (len(memo), memo.size_bytes) == (0, 0)
+
+
+def test_derived_values_are_computed_once_per_entry_and_only_for_remembered_dicts() -> None:
+    memo = MessageMemo()
+    message = decode_three_times(memo, [USER])[2][0]
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        return 42
+
+    assert remembered(memo, message, "k", compute) == 42
+    assert remembered(memo, message, "k", compute) == 42
+    assert len(calls) == 1
+    assert remembered(memo, dict(message), "k", compute) == 42  # an equal dict is not the entry
+    assert remembered(None, message, "k", compute) == 42
+    assert len(calls) == 3
+
+
+def run(function_id: str, payload: Any, memo: MessageMemo | None) -> bytes:
+    ctx = HandlerContext(memo=memo)
+    return dumps_wire(asyncio.run(FUNCTIONS[function_id](payload, ctx)))
+
+
+def history() -> dict[str, Any]:
+    from bench import workloads
+
+    return workloads.w1().payload
+
+
+@pytest.mark.parametrize("function_id", ["context::assemble", "context::count-tokens", "context::prune"])
+def test_responses_with_a_warm_memo_are_byte_identical_to_responses_without(function_id: str) -> None:
+    payload = history()
+    memo = MessageMemo()
+    without = run(function_id, parsed(payload), None)
+    assert [run(function_id, parsed(payload), memo) for _ in range(3)] == [without] * 3
+    assert memo.hits > 0 or function_id == "context::count-tokens"  # counting reads raw messages
+
+
+def test_library_calls_never_share_dicts_with_later_calls() -> None:
+    payload = {"messages": [USER, ASSISTANT, RESULT],
+               "model": {"id": "m", "limits": {"context_window": 100000, "max_output_tokens": 1000}}}
+    first = [api.call("context::assemble", parsed(payload)) for _ in range(3)]
+    first[2]["messages"][0]["content"][0]["text"] = "changed by the caller"
+    again = api.call("context::assemble", parsed(payload))
+    assert again == first[0]
+    assert again["messages"][0] is not first[1]["messages"][0]
