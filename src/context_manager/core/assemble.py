@@ -146,6 +146,8 @@ class _Context:
     # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
     # positions of inline results, so one resolution serves both passes.
     _function_ids: dict[tuple[int, int], str] | None = None
+    # id(m) -> (m, result tokens) of message-level results measured by cap, reused by prune.
+    result_tokens: dict[int, tuple[Message, int]] = field(default_factory=dict)
 
     def function_ids(self) -> dict[tuple[int, int], str]:
         if self._function_ids is None:
@@ -243,7 +245,8 @@ def _cap_pass(
     )
     if threshold == 0:
         return
-    capped = cap_results(state.view, state.sizes, threshold, estimator, state.function_ids())
+    capped = cap_results(state.view, state.sizes, threshold, estimator, state.function_ids(),
+                         state.result_tokens)
     state.view, state.sizes = capped.messages, capped.sizes
     applied["capped_parts"] = capped.stats.capped_parts
     applied["capped_tokens"] = capped.stats.capped_tokens
@@ -271,7 +274,8 @@ def _prune_pass(
         max_output_chars=config.max_output_chars,
         protected_functions=options.protected_functions or (),
     )
-    pruned = prune(state.view, params, estimator, state.sizes, state.function_ids())
+    pruned = prune(state.view, params, estimator, state.sizes, state.function_ids(),
+                   state.result_tokens)
     assert pruned.sizes is not None
     state.view, state.sizes = pruned.messages, pruned.sizes
     applied["pruned"] = pruned.stats.pruned_parts > 0

@@ -116,12 +116,14 @@ def cap_results(
     threshold: int,
     estimator: Estimator,
     function_ids: dict[tuple[int, int], str] | None = None,
+    known_tokens: dict[int, tuple[Message, int]] | None = None,
 ) -> CapResult:
     """Cap every result over `threshold`, oldest to newest; returns new lists.
 
     `sizes` is the per-message estimate memo; every rewritten host message is re-estimated.
     A threshold of 0 disables the pass. `function_ids` is `resolve_inline_function_ids(messages)`
-    when the caller already has it.
+    when the caller already has it; `known_tokens`, when given, receives `id(m) -> (m, result
+    tokens)` of every message-level result measured (the prune pass reuses them).
     """
     capped = list(messages)
     new_sizes = list(sizes)
@@ -130,16 +132,22 @@ def cap_results(
     if function_ids is None:
         function_ids = resolve_inline_function_ids(messages)
     memo = active_memo()
+    tokens_key = ("result-tokens", estimator)
+    cap_key = ("cap", threshold, estimator)
     parts_total = 0
     tokens_total = 0
     for index, message in enumerate(messages):
         if message["role"] == "function_result":
             # Depends on the message, the threshold and the estimator only: remembered.
-            outcome = remembered(memo, message, ("cap", threshold, estimator),
-                                 lambda: _capped_result_message(message, threshold, estimator))
-            if outcome is None:
+            tokens = remembered(memo, message, tokens_key,
+                                lambda: result_tokens(message["content"], estimator))
+            if known_tokens is not None:
+                known_tokens[id(message)] = (message, tokens)
+            if tokens <= threshold:
                 continue
-            capped[index], size = outcome
+            capped[index], size = remembered(
+                memo, message, cap_key, lambda: _capped_result_message(message, tokens, threshold, estimator)
+            )
             parts = 1
         else:
             rewritten, parts = _cap_message(index, message, function_ids, threshold, estimator)
@@ -155,11 +163,14 @@ def cap_results(
 
 
 def _capped_result_message(
-    message: Message, threshold: int, estimator: Estimator
-) -> tuple[Message, int] | None:
-    """(the capped rewrite of a message-level result, its estimate), or None when within."""
-    rewritten, parts = _cap_message(0, message, {}, threshold, estimator)
-    return None if parts == 0 else (rewritten, estimator.message(rewritten))
+    message: Message, tokens: int, threshold: int, estimator: Estimator
+) -> tuple[Message, int]:
+    """(the capped rewrite of a message-level result over the threshold, its estimate)."""
+    marker = choose_marker(tokens, message["function_id"], threshold, estimator)
+    content = [text_block(capped_text(text_of(message["content"]), tokens, threshold, marker))]
+    rewritten = with_content(message, content)
+    rewritten["details"] = _capped_details(message["details"], tokens)
+    return rewritten, estimator.message(rewritten)
 
 
 def _cap_message(

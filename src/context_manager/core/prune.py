@@ -9,7 +9,7 @@ are never removed; only an output's content is replaced.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, Union
+from typing import Callable, NamedTuple, Union
 
 from .estimate import Estimator
 from .memo import active as active_memo
@@ -107,16 +107,20 @@ def prune(
     estimator: Estimator,
     sizes: list[int] | None = None,
     function_ids: dict[tuple[int, int], str] | None = None,
+    known_tokens: dict[int, tuple[Message, int]] | None = None,
 ) -> PruneResult:
     """Run the pass over `messages`; returns new lists (the inputs are not modified).
 
     When a size memo is given, every rewritten host message is re-estimated into it.
-    `function_ids` is `resolve_inline_function_ids(messages)` when the caller already has it.
+    `function_ids` is `resolve_inline_function_ids(messages)` when the caller already has it;
+    `known_tokens` maps `id(m)` to `(m, result tokens)` for message-level results already
+    measured in this call (the cap pass fills it).
     """
     if function_ids is None:
         function_ids = resolve_inline_function_ids(messages)
     memo = active_memo()
-    facts_key = ("prune-facts", estimator)
+    tokens_key = ("result-tokens", estimator)
+    rest_key = ("prune-facts", estimator)
     scanned = 0
     window = 0
     user_turns = 0
@@ -125,18 +129,18 @@ def prune(
 
     def consider(
         location: Location, message: Message, function_id: str, content: list[Block],
-        facts: tuple[int, int, int],
+        tokens: int, rest: Callable[[], tuple[int, int]],
     ) -> None:
         nonlocal scanned, window
         if function_id in params.protected_functions:
             return
-        tokens, text_bytes, saving = facts
         scanned += 1
         window += tokens
         if window <= params.protect_recent_tokens:
             return
         if decay_on and is_canonical_placeholder(content, function_id):
             return
+        text_bytes, saving = rest()
         verbose = text_bytes > params.max_output_chars
         aged = decay_on and user_turns >= params.decay_user_turns
         if not verbose and not aged:
@@ -156,9 +160,14 @@ def prune(
         if role == "function_result":
             content = message["content"]
             function_id = message["function_id"]
-            facts = remembered(memo, message, facts_key,
-                               lambda: _output_facts(content, function_id, estimator))
-            consider(index, message, function_id, content, facts)
+            known = known_tokens.get(id(message)) if known_tokens else None
+            if known is not None and known[0] is message:
+                tokens = known[1]
+            else:
+                tokens = remembered(memo, message, tokens_key, lambda: result_tokens(content, estimator))
+            consider(index, message, function_id, content, tokens,
+                     lambda: remembered(memo, message, rest_key,
+                                        lambda: _output_facts(content, function_id, tokens, estimator)))
             continue
         blocks = message["content"]
         for block_index in range(len(blocks) - 1, -1, -1):
@@ -169,8 +178,9 @@ def prune(
             if function_id is None:
                 continue
             content = block["content"]
-            facts = _output_facts(content, function_id, estimator)
-            consider((index, block_index), message, function_id, content, facts)
+            tokens = result_tokens(content, estimator)
+            consider((index, block_index), message, function_id, content, tokens,
+                     lambda: _output_facts(content, function_id, tokens, estimator))
 
     net = sum(candidate.saving for candidate in queue)
     pruned = list(messages)
@@ -196,12 +206,10 @@ def prune(
     return PruneResult(pruned, new_sizes, PruneStats(net, len(queue), scanned))
 
 
-def _output_facts(content: list[Block], function_id: str, estimator: Estimator) -> tuple[int, int, int]:
-    """(result tokens, UTF-8 bytes of the text, tokens its placeholder would free) of an output:
-    what the scan weighs."""
-    tokens = result_tokens(content, estimator)
+def _output_facts(content: list[Block], function_id: str, tokens: int, estimator: Estimator) -> tuple[int, int]:
+    """(UTF-8 bytes of the text, tokens its placeholder would free) of an output of `tokens`."""
     saving = max(0, tokens - estimator.text(placeholder(function_id, tokens)))
-    return tokens, len8(text_of(content)), saving
+    return len8(text_of(content)), saving
 
 
 def _placeholder_message(message: Message, candidate: _Candidate, estimator: Estimator) -> tuple[Message, int]:

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from context_manager.core.codec import format_float
-from context_manager.core.estimate import IMAGE_TOKEN_BUDGET, is_denied
+from context_manager.core.estimate import IMAGE_TOKEN_BUDGET
 
 _U64_MAX = (1 << 64) - 1
 _I64_MIN = -(1 << 63)
@@ -153,7 +153,7 @@ def heuristic_tokens(raw: Any) -> int | None:
         if "details" in raw:
             expected += 1
             details = raw["details"]
-            if details is not None and not is_denied(details):
+            if details is not None and not (type(details) is dict and details.get("status") == "denied"):
                 # `details` never reaches the provider: it counts as null.
                 try:
                     extra += _NULL_LEN - len(orjson.dumps(details))

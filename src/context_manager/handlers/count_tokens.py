@@ -6,7 +6,14 @@ from typing import Any
 
 from context_manager.core import types as t
 from context_manager.core.errors import DecodeError, invalid_request
-from context_manager.core.estimate import HEURISTIC, by_role, estimator_for_model, message_sizes, tools_tokens
+from context_manager.core.estimate import (
+    HEURISTIC,
+    by_role,
+    empty_by_role,
+    estimator_for_model,
+    message_sizes,
+    tools_tokens,
+)
 from context_manager.core.memo import using
 from context_manager.core.raw_estimate import floats_match, heuristic_tokens
 from context_manager.handlers.context import HandlerContext
@@ -32,23 +39,26 @@ def _raw_list(value: Any) -> list[Any]:
 _RAW_REQUEST = {**_REQUEST, "messages": t.FieldSpec(_raw_list)}
 
 
-def _heuristic_sizes(raws: list[Any]) -> list[int]:
-    """Per-message heuristic estimates of valid messages, most of them straight from the parsed
-    JSON; an unusual message is decoded (which raises its exact error if it is invalid)."""
+def _heuristic_count(raws: list[Any]) -> tuple[list[int], dict[str, int]]:
+    """(per-message heuristic estimates, their sum by role) of valid messages, most of them
+    straight from the parsed JSON; an unusual message is decoded (which raises its exact error
+    if it is invalid)."""
     sizes = []
+    buckets = empty_by_role()
     for raw in raws:
         size = heuristic_tokens(raw)
         if size is None:
             size = HEURISTIC.message(t.decode_message(raw))
         sizes.append(size)
-    return sizes
+        buckets[raw["role"]] += size
+    return sizes, buckets
 
 
-def _decode(payload: Any, ctx: HandlerContext) -> tuple[dict[str, Any], Any, list[Any], list[int]]:
-    """(request fields, estimator, messages, per-message estimates).
+def _decode(payload: Any, ctx: HandlerContext) -> tuple[dict[str, Any], Any, list[int], dict[str, int]]:
+    """(request fields, estimator, per-message estimates, their sum by role).
 
-    ``messages`` are canonical dicts, or the parsed dicts themselves when the heuristic counts
-    them without decoding: for JSON payloads only (``ctx.memo`` set), everything else valid.
+    For JSON payloads (``ctx.memo`` set) the heuristic counts the parsed messages without
+    decoding them when everything else in the request is valid.
     """
     if ctx.memo is not None:
         try:
@@ -58,22 +68,22 @@ def _decode(payload: Any, ctx: HandlerContext) -> tuple[dict[str, Any], Any, lis
         if request is not None and request["messages"] is not None:
             est = estimator_for_model(request["model"].id, ctx.config)
             if est is HEURISTIC and floats_match():
-                raws = request["messages"]
-                return request, est, raws, _heuristic_sizes(raws)
+                return (request, est, *_heuristic_count(request["messages"]))
     request = t.decode_struct(payload, "CountTokensInput", _REQUEST)
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
     est = estimator_for_model(request["model"].id, ctx.config)
-    return request, est, messages, message_sizes(messages, est)
+    sizes = message_sizes(messages, est)
+    return request, est, sizes, by_role(messages, sizes)
 
 
 def count_tokens(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    request, est, messages, sizes = _decode(payload, ctx)
+    request, est, sizes, roles = _decode(payload, ctx)
     tokens = sum(sizes)
     if request["system_prompt"] is not None:
         tokens += est.text(request["system_prompt"])
-    response: dict[str, Any] = {"tokens": 0, "by_role": by_role(messages, sizes)}
+    response: dict[str, Any] = {"tokens": 0, "by_role": roles}
     if request["tools"] is not None:
         counted = tools_tokens(request["tools"], est)
         tokens += counted
