@@ -82,9 +82,10 @@ class TokenizerEstimator:
         if cached is not None:
             return cached
         pieces, images = message_pieces(m)
-        encode = self.encoding.encode_ordinary
         tokens = FRAMING_TOKENS_PER_MESSAGE + IMAGE_TOKEN_BUDGET * images
-        tokens += sum(len(encode(piece)) for piece in pieces if piece)
+        # Through text(): long pieces land in the text cache, where cap and prune find a result's
+        # text again instead of encoding it a second time.
+        tokens += sum(self.text(piece) for piece in pieces if piece)
         self.cache.put(key, tokens)
         return tokens
 
