@@ -7,6 +7,8 @@ import logging
 import threading
 from typing import Any
 
+import orjson
+
 from context_manager.adapters.callable_summarizer import SyncSummarizer
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.errors import INVOCATION_FAILED, CallError, ContextManagerError
@@ -77,6 +79,17 @@ async def call_async(function_id: str, payload: Any, ctx: HandlerContext) -> dic
         raise CallError(exc.code, exc.wire_message) from None
 
 
+def _refuse_what_json_cannot_carry(payload: Any) -> None:
+    """A Python caller can pass what no JSON caller could send (lone surrogates, non-string keys,
+    bytes): refuse it as the decoder would refuse a malformed payload."""
+    try:
+        orjson.dumps(payload)
+    except orjson.JSONEncodeError as exc:
+        if "Recursion limit" in str(exc):
+            return  # depth is the decoder's to judge: it accepts up to MAX_DEPTH levels
+        raise CallError(INVOCATION_FAILED, f"serialization error: {exc}") from None
+
+
 def call(
     function_id: str,
     payload: Any,
@@ -98,6 +111,7 @@ def call(
     # The returned dicts are the caller's to keep and change: none of them may be shared with
     # later calls, so library calls decode afresh.
     ctx.memo = None
+    _refuse_what_json_cannot_carry(payload)
     try:
         return run_handler(function_id, payload, ctx)
     except CallError:

@@ -370,20 +370,9 @@ CLI_SAMPLE = (
 )
 
 
-# Cases that currently crash (an "internal error" instead of a clean answer or a traceback on
-# the command line). They are asserted, with their reproduction, in ``known_bugs.py`` and left
-# out of the committed corpus runs until fixed.
-KNOWN_BUG_CASES = frozenset(
-    f"{f}:{name}"
-    for f in PUBLIC
-    for name in (
-        "arguments nested 300 deep",
-        "arguments nested 600 deep",
-        "arguments nested 900 deep",
-        "value: arguments nested 5000 deep",
-        "value: lone surrogate in text",
-    )
-)
+# Cases left out of the committed corpus runs while a defect makes them crash. None today: the
+# defects the corpus found are fixed and pinned in ``test_fixed_defects.py``.
+KNOWN_BUG_CASES: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ from .results import Message, resolve_inline_function_ids
 from .types import ModelInput
 
 _INLINE_COMPACTION_MODULE = "context_manager.core.inline_compaction"
+U64_MAX = (1 << 64) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,9 @@ class _Context:
         return self._function_ids
 
     def total(self) -> int:
-        return sum(self.sizes) + self.prompt_tokens + self.tools_tokens + self.overhead_tokens
+        # Sums are unsigned 64-bit and saturate, as in the original.
+        return min(sum(self.sizes) + self.prompt_tokens + self.tools_tokens + self.overhead_tokens,
+                   U64_MAX)
 
 
 async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, Any]:

@@ -95,37 +95,45 @@ def float_fragment(x: float) -> Fragment | float:
     return Fragment(format_float(x).encode())
 
 
-def canonical_free_form(value: Any) -> Any:
+# JSON nested deeper than this is refused. orjson writes at most 254 levels and Python recursion
+# is bounded too, so subtrees below DEEP_SUBTREE levels are written ahead into one fragment.
+MAX_DEPTH = 1000
+DEEP_SUBTREE = 100
+
+
+def canonical_free_form(value: Any, depth: int = 1) -> Any:
     """Normalise a free-form JSON value: sorted keys at every depth, reference float text."""
     kind = type(value)
     if kind is str or value is None or value is True or value is False:
         return value
+    if depth >= DEEP_SUBTREE and (kind is dict or kind is list):
+        return _deep_fragment(value, depth)
     if kind is dict:
         out = {}
         for key in sorted(value):
             item = value[key]
             # Strings and plain integers, most leaves, without a call.
-            out[key] = item if type(item) is str or type(item) is int and _I64_MIN <= item <= _U64_MAX else canonical_free_form(item)
+            out[key] = item if type(item) is str or type(item) is int and _I64_MIN <= item <= _U64_MAX else canonical_free_form(item, depth + 1)
         return out
     if kind is list:
-        return [canonical_free_form(item) for item in value]
+        return [canonical_free_form(item, depth + 1) for item in value]
     if kind is int:
         if _I64_MIN <= value <= _U64_MAX:
             return value
         return float_fragment(float(value))
     if kind is float:
         return float_fragment(value)
-    return _canonical_other(value)
+    return _canonical_other(value, depth)
 
 
-def _canonical_other(value: Any) -> Any:
+def _canonical_other(value: Any, depth: int) -> Any:
     """Subclasses and fragments: the general path, off the hot one."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        return {key: canonical_free_form(value[key]) for key in sorted(value)}
+        return {key: canonical_free_form(value[key], depth + 1) for key in sorted(value)}
     if isinstance(value, list):
-        return [canonical_free_form(item) for item in value]
+        return [canonical_free_form(item, depth + 1) for item in value]
     if isinstance(value, int):
         if _I64_MIN <= value <= _U64_MAX:
             return value
@@ -135,6 +143,46 @@ def _canonical_other(value: Any) -> Any:
     if isinstance(value, Fragment):
         return value
     raise DecodeError(f"invalid type: {type(value).__name__}, expected any valid JSON value")
+
+
+def _deep_fragment(value: Any, depth: int) -> Fragment:
+    """Write a deeply nested subtree without recursion, as canonical_free_form would lay it out."""
+    out = bytearray()
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if type(item) is bytes:
+            out += item
+            continue
+        if level > MAX_DEPTH and isinstance(item, (dict, list)):
+            raise DecodeError(f"recursion limit exceeded: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            keys = sorted(item)
+            stack.append((b"}", 0))
+            for index in range(len(keys) - 1, -1, -1):
+                key = keys[index]
+                if not isinstance(key, str):
+                    raise DecodeError("key must be a string")
+                stack.append((item[key], level + 1))
+                stack.append(((b"," if index else b"") + _scalar(key) + b":", 0))
+            stack.append((b"{", 0))
+        elif isinstance(item, list):
+            stack.append((b"]", 0))
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((item[index], level + 1))
+                if index:
+                    stack.append((b",", 0))
+            stack.append((b"[", 0))
+        else:
+            out += _scalar(canonical_free_form(item, 1))
+    return Fragment(bytes(out))
+
+
+def _scalar(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise DecodeError(str(exc)) from None
 
 
 def utf8_len(text: str) -> int:
