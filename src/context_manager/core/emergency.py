@@ -13,6 +13,7 @@ from typing import Any, Union
 
 from . import codec
 from .estimate import Estimator
+from .prune import PruneStats  # emergency work is reported with the same three counters
 from .results import (
     Block,
     Message,
@@ -35,17 +36,10 @@ Location = Union[int, tuple[int, int]]
 
 
 @dataclass(frozen=True, slots=True)
-class EmergencyStats:
-    pruned_tokens: int = 0
-    pruned_parts: int = 0
-    scanned_parts: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class EmergencyResult:
     messages: list[Message]
     sizes: list[int]
-    stats: EmergencyStats
+    stats: PruneStats
 
 
 def preview(content: list[Block], details: Any) -> str:
@@ -154,4 +148,4 @@ def emergency_reduce(
             new_sizes[index] = after
         freed_total += freed
         parts += 1
-    return EmergencyResult(reduced, new_sizes, EmergencyStats(freed_total, parts, len(candidates)))
+    return EmergencyResult(reduced, new_sizes, PruneStats(freed_total, parts, len(candidates)))
