@@ -84,26 +84,24 @@ FAULTS = {
 }
 
 
-BUG_NOTES = {
-    "test_bug_free_form_nesting_under_the_1000_level_limit_is_an_internal_error":
-        "free-form values (`arguments`, `details`, `parameters`) nested 254–1,000 levels: "
-        "`internal error: Recursion limit reached` (orjson) from ~254, `maximum recursion depth "
-        "exceeded` from ~500; prune answers but its response cannot be written",
-    "test_bug_command_line_prints_a_traceback_for_deep_arguments":
-        "`call context::prune` with 300-level arguments: raw traceback on stderr instead of one "
-        "JSON line",
-    "test_bug_library_value_nested_5000_deep_is_an_internal_error":
-        "library value nested 5,000 levels: `internal error: maximum recursion depth exceeded`",
-    "test_bug_library_lone_surrogate_is_not_a_serialization_error":
-        "library value with a lone surrogate: count-tokens `internal error: str is not valid "
-        "UTF-8`, prune answers with the surrogate",
-    "test_bug_engine_caller_receives_a_python_traceback":
-        "over the engine, an unexpected handler exception is answered with a `stacktrace` "
-        "member holding the worker's Python traceback",
-    "test_bug_overflow_total_is_not_saturated_at_u64_max":
-        "`request_overhead_tokens = 2^64-1`: the overflow message reports a total beyond u64 "
-        "instead of the saturated 18446744073709551615",
-}
+# The defects the corpus found, all fixed; each is pinned by a test in test_fixed_defects.py.
+FIXED_DEFECTS = (
+    ("free-form values (`arguments`, `details`, `parameters`) nested 254–1,000 levels failed as "
+     "`internal error` (orjson writes at most 254 levels, recursion gave out near 500)",
+     "test_free_form_values_nested_up_to_1000_levels_are_counted_and_returned"),
+    ("deeper than 1,000 levels: `internal error` instead of a serialization error",
+     "test_free_form_values_nested_deeper_than_1000_levels_are_a_serialization_error"),
+    ("`call context::prune` with 300-level arguments printed a raw traceback",
+     "test_the_command_answers_deep_arguments_on_stdout"),
+    ("a library value nested 5,000 levels: `internal error: maximum recursion depth exceeded`",
+     "test_a_python_value_nested_5000_deep_is_a_serialization_error"),
+    ("a library value with a lone surrogate: `internal error` or an answer no JSON could carry",
+     "test_a_lone_surrogate_from_a_python_caller_is_a_serialization_error"),
+    ("`request_overhead_tokens = 2^64-1`: the overflow message reported a total beyond u64",
+     "test_the_assembled_total_saturates_at_the_largest_64_bit_count"),
+    ("an unexpected handler exception reached engine callers with the worker's Python traceback",
+     "test_unexpected_errors_answer_without_the_worker_traceback (tests/test_engine_client.py)"),
+)
 
 
 def run_pytest(paths: list[str], junit: Path, env: dict[str, str]) -> tuple[int, float]:
@@ -166,7 +164,7 @@ def _status(cases: list[dict[str, Any]]) -> tuple[int, int, float]:
     return passed, len(cases), sum(c["time"] for c in cases)
 
 
-def render(cases: list[dict[str, Any]], bugs: list[dict[str, Any]], figures: dict[str, Any],
+def render(cases: list[dict[str, Any]], figures: dict[str, Any],
            load: dict[str, Any], quick: bool, suite_seconds: float, examples: int) -> str:
     files = _by_file(cases)
     lines: list[str] = []
@@ -322,20 +320,20 @@ def render(cases: list[dict[str, Any]], bugs: list[dict[str, Any]], figures: dic
         "flight a call waits for the ones ahead of it (p50 ≈ N / throughput).")
     add("")
 
-    # ---- known defects
-    add("## Defects found (reproductions in `tests/reliability/known_bugs.py`)")
+    # ---- defects found and fixed
+    add("## Defects found and fixed")
     add("")
-    add("Each reproduction fails while its defect is present; its corpus cases are left out of "
-        "the committed runs (`corpus.KNOWN_BUG_CASES`).")
-    add("")
-    add("| Reproduction | Defect | Cases failing / run |")
+    add("| Defect | Pinned by | Result |")
     add("|---|---|---|")
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for bug in bugs:
-        grouped[bug["name"].split("[")[0]].append(bug)
-    for name, runs in grouped.items():
-        failing = sum(r["status"] == "failed" for r in runs)
-        add(f"| `{name}` | {BUG_NOTES.get(name, '')} | {failing} / {len(runs)} |")
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for case in cases:
+        if case["file"] == "test_fixed_defects.py":
+            by_name[case["name"].split("[")[0]].append(case["status"])
+    for defect, test in FIXED_DEFECTS:
+        statuses = by_name.get(test.split(" ")[0])
+        result = ("engine client suite" if statuses is None
+                  else f"{statuses.count('passed')}/{len(statuses)} passing")
+        add(f"| {defect} | `{test}` | {result} |")
     add("")
     return "\n".join(lines)
 
@@ -351,11 +349,9 @@ def main() -> int:
                "RELIABILITY_EXAMPLES": str(examples)}
         suite_status, suite_seconds = run_pytest([str(SUITE)], Path(scratch) / "suite.xml", env)
         cases = junit_cases(Path(scratch) / "suite.xml")
-        run_pytest([str(SUITE / "known_bugs.py")], Path(scratch) / "bugs.xml", env)
-        bugs = junit_cases(Path(scratch) / "bugs.xml")
         load_status, load = run_full_load(args.quick)
         figures = read_figures(figures_path)
-    OUTPUT.write_text(render(cases, bugs, figures, load, args.quick, suite_seconds, examples) + "\n")
+    OUTPUT.write_text(render(cases, figures, load, args.quick, suite_seconds, examples) + "\n")
     print(f"wrote {OUTPUT.relative_to(ROOT)}")
     return 0 if suite_status == 0 and load_status == 0 else 1
 
