@@ -60,3 +60,9 @@ def test_error_body_tolerates_malformed_errors() -> None:
     code, message = protocol.error_body({"error": {"message": "m"}})
     assert (code, message) == ("UNKNOWN", "m")
     assert orjson.loads(protocol.error_body({"error": {"code": 1}})[1]) == {"code": 1}
+
+
+def test_encode_bytes_is_the_utf8_of_encode() -> None:
+    frame = protocol.result("i", "f", {"b": [1.5, "\u00e9\u4e2d"], "a": None})
+    assert protocol.encode_bytes(frame) == protocol.encode(frame).encode("utf-8")
+    assert protocol.decode(protocol.encode_bytes(frame)) == frame

@@ -11,7 +11,6 @@ plus an optional fake llm-router.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
@@ -25,6 +24,7 @@ from websockets.exceptions import ConnectionClosed
 
 from .configuration import ConfigurationError, ConfigurationStore, binding_matches
 from .fake_router import MODELS_CHANGED, FakeRouter, RouterCallError
+from .wire import decode, encode
 
 MAX_SIZE = 64 * 1024 * 1024
 BUILTIN_TRIGGER_TYPES = ("configuration",)
@@ -52,7 +52,7 @@ class Conn:
     async def send(self, frame: dict[str, Any]) -> None:
         async with self.send_lock:
             try:
-                await self.ws.send(json.dumps(frame, ensure_ascii=False))
+                await self.ws.send(encode(frame), text=True)
             except ConnectionClosed:
                 pass
 
@@ -82,6 +82,15 @@ class Chan:
     reader_taken: bool = False
 
 
+def _recorded(frame: dict[str, Any]) -> dict[str, Any]:
+    """A frame as :attr:`TestEngine.received` keeps it: an invocation result without its value,
+    so long runs (benchmarks, load) do not keep every response alive; callers get values from
+    :meth:`TestEngine.call`."""
+    if frame["type"] == "invocationresult" and "result" in frame:
+        return {k: v for k, v in frame.items() if k != "result"}
+    return frame
+
+
 class TestEngine:
     __test__ = False  # not a pytest class
 
@@ -90,7 +99,8 @@ class TestEngine:
         self.router = router
         self.configuration_enabled = True
         self.configuration = ConfigurationStore()
-        # Every frame received from a worker, as (worker name or id, frame), for assertions.
+        # Every frame received from a worker, as (worker name or id, frame), for assertions;
+        # results are recorded without their value (see `_recorded`).
         self.received: list[tuple[str, dict[str, Any]]] = []
         self.calls: list[tuple[str, Any]] = []
         self._thread: threading.Thread | None = None
@@ -177,6 +187,14 @@ class TestEngine:
         owner, to reach a worker with an id it does not serve.
         """
         reply = self.run(lambda: self._engine_call(function_id, data, via), timeout)
+        if "error" in reply:
+            raise CallFailed(reply["error"].get("code"), reply["error"].get("message"))
+        return reply.get("result")
+
+    async def call_async(self, function_id: str, data: Any) -> Any:
+        """:meth:`call` for a coroutine already running on the engine loop (see :meth:`run`):
+        no thread hop on the way in or out; raises :class:`CallFailed`."""
+        reply = await self._engine_call(function_id, data)
         if "error" in reply:
             raise CallFailed(reply["error"].get("code"), reply["error"].get("message"))
         return reply.get("result")
@@ -314,21 +332,26 @@ class TestEngine:
             {"type": "workerregistered", "worker_id": conn.worker_id, "reattach_token": conn.token}
         )
         try:
-            async for message in ws:
-                try:
-                    frame = json.loads(message)
-                except ValueError:
-                    continue
-                if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-                    continue
-                self.received.append((conn.metadata.get("name", conn.worker_id), frame))
-                await self._frame(conn, frame)
+            while True:
+                await self._receive(conn, await ws.recv(decode=False))  # bytes: no str copy
         except ConnectionClosed:
             pass
         finally:
             await self._cleanup(conn)
 
     # ------------------------------------------------------------------ frames
+
+    async def _receive(self, conn: Conn, message: bytes) -> None:
+        # One frame per call: the loop holds no reference to it, so a large reply is freed by
+        # whoever holds it last, not while the next frame is being read.
+        try:
+            frame = decode(message)
+        except ValueError:  # UnicodeDecodeError included
+            return
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            return
+        self.received.append((conn.metadata.get("name", conn.worker_id), _recorded(frame)))
+        await self._frame(conn, frame)
 
     async def _frame(self, conn: Conn, frame: dict[str, Any]) -> None:
         kind = frame["type"]

@@ -104,7 +104,7 @@ class EngineClient:
         self._functions: dict[str, _Function] = {}
         self._triggers: dict[str, dict[str, Any]] = {}
         self._pending: dict[str, _Pending] = {}
-        self._outbox: deque[str] = deque(maxlen=OUTBOX_LIMIT)
+        self._outbox: deque[bytes] = deque(maxlen=OUTBOX_LIMIT)
         self._ws: ClientConnection | None = None
         self._send_lock = anyio.Lock()
         self._connected = anyio.Event()
@@ -181,15 +181,15 @@ class EngineClient:
         async with self._send_lock:
             self.connections += 1
             if self._previous is not None:
-                await ws.send(protocol.encode(protocol.reattach(*self._previous)))
+                await ws.send(protocol.encode_bytes(protocol.reattach(*self._previous)), text=True)
             for function in list(self._functions.values()):
-                await ws.send(protocol.encode(function.frame))
+                await ws.send(protocol.encode_bytes(function.frame), text=True)
             for trigger in list(self._triggers.values()):
-                await ws.send(protocol.encode(trigger))
+                await ws.send(protocol.encode_bytes(trigger), text=True)
             while self._outbox:
-                await ws.send(self._outbox.popleft())
+                await ws.send(self._outbox.popleft(), text=True)
             register = protocol.invoke(protocol.WORKERS_REGISTER, self.metadata, void=True)
-            await ws.send(protocol.encode(register))
+            await ws.send(protocol.encode_bytes(register), text=True)
             self._ws = ws
             self._connected.set()
         self.log.info("connected to the engine at %s", self.url)
@@ -270,19 +270,19 @@ class EngineClient:
             raise RemoteError(error[0], error[1], function_id)
         return reply.get("result")
 
-    async def _send(self, frame: dict[str, Any] | str) -> None:
-        text = frame if isinstance(frame, str) else protocol.encode(frame)
+    async def _send(self, frame: dict[str, Any] | bytes) -> None:
+        text = frame if isinstance(frame, bytes) else protocol.encode_bytes(frame)
         async with self._send_lock:
             if not await self._send_if_connected(text):
                 self._outbox.append(text)
 
-    async def _send_if_connected(self, frame: dict[str, Any] | str) -> bool:
+    async def _send_if_connected(self, frame: dict[str, Any] | bytes) -> bool:
         ws = self._ws
         if ws is None:
             return False
-        text = frame if isinstance(frame, str) else protocol.encode(frame)
+        text = frame if isinstance(frame, bytes) else protocol.encode_bytes(frame)
         try:
-            await ws.send(text)
+            await ws.send(text, text=True)
         except ConnectionClosed:
             return False
         return True
@@ -297,23 +297,29 @@ class EngineClient:
 
     async def _read_loop(self, ws: ClientConnection) -> None:
         try:
-            async for message in ws:
-                try:
-                    frame = protocol.decode(message)
-                except protocol.PayloadError as exc:
-                    await self._refuse_payload(exc)
-                    continue
-                except protocol.FrameError as exc:
-                    self.log.warning("ignoring an engine frame: %s", exc)
-                    continue
-                try:
-                    await self._dispatch(frame)
-                except RegistrationRejected:
-                    raise
-                except Exception:  # one odd frame must not take the connection down
-                    self.log.exception("failed to handle a %s frame", frame["type"])
+            while True:
+                # Raw bytes: the codec parses UTF-8 itself, so decoding to str first is a copy.
+                await self._receive(await ws.recv(decode=False))
         except ConnectionClosed:
             pass
+
+    async def _receive(self, message: bytes) -> None:
+        # One frame per call, so the loop keeps no reference to it: a large invocation is freed
+        # when its reply has gone out, not while the next frame is being read.
+        try:
+            frame = protocol.decode(message)
+        except protocol.PayloadError as exc:
+            await self._refuse_payload(exc)
+            return
+        except protocol.FrameError as exc:
+            self.log.warning("ignoring an engine frame: %s", exc)
+            return
+        try:
+            await self._dispatch(frame)
+        except RegistrationRejected:
+            raise
+        except Exception:  # one odd frame must not take the connection down
+            self.log.exception("failed to handle a %s frame", frame["type"])
 
     async def _dispatch(self, frame: dict[str, Any]) -> None:
         kind = frame["type"]
@@ -380,15 +386,15 @@ class EngineClient:
         try:
             value = await function.handler(frame.get("data"))
             # Encoded here so that an unencodable result still gets an error reply.
-            reply = protocol.encode(protocol.result(reply_to, function_id, value))
+            reply = protocol.encode_bytes(protocol.result(reply_to, function_id, value))
         except ContextManagerError as exc:
-            reply = protocol.encode(
+            reply = protocol.encode_bytes(
                 protocol.error_result(reply_to, function_id, exc.code, exc.wire_message)
             )
         except Exception as exc:  # every failure answers; a caller never waits for a timeout
             # The traceback stays in this worker's log: source paths are not for remote callers.
             self.log.exception("function %s raised", function_id)
-            reply = protocol.encode(
+            reply = protocol.encode_bytes(
                 protocol.error_result(
                     reply_to,
                     function_id,

@@ -59,6 +59,11 @@ def encode(frame: dict[str, Any]) -> str:
     return codec.dumps_wire(frame).decode("utf-8")
 
 
+def encode_bytes(frame: dict[str, Any]) -> bytes:
+    """:func:`encode` as UTF-8 bytes, which the socket sends as a text frame without a copy."""
+    return codec.dumps_wire(frame)
+
+
 def decode(data: str | bytes) -> dict[str, Any]:
     """Parse one frame with the codec's number rules (the payload is what handlers decode)."""
     try:
