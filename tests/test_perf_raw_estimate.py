@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import orjson
@@ -105,7 +104,7 @@ def request(messages: list[Any]) -> dict[str, Any]:
 
 
 def answer(payload: Any, json_payload: bool) -> bytes | str:
-    ctx = HandlerContext() if json_payload else HandlerContext(memo=None)
+    ctx = HandlerContext(payload_from_json=json_payload)
     try:
         return dumps_wire(count_tokens(payload, ctx))
     except DecodeError as exc:

@@ -33,7 +33,7 @@ def _config_from(config: dict[str, Any] | WorkerConfig | None) -> WorkerConfig:
 
 
 def build_context(config: WorkerConfig, summarizer: SyncSummarizer | None) -> HandlerContext:
-    ctx = HandlerContext(config=config)
+    ctx = HandlerContext(config=config, payload_from_json=True)
     if summarizer is not None:
         from context_manager.adapters.callable_summarizer import CallableSummarizer
 
@@ -111,6 +111,7 @@ def call(
     # The returned dicts are the caller's to keep and change: none of them may be shared with
     # later calls, so library calls decode afresh.
     ctx.memo = None
+    ctx.payload_from_json = False
     _refuse_what_json_cannot_carry(payload)
     try:
         return run_handler(function_id, payload, ctx)

@@ -258,6 +258,7 @@ class Worker:
             log=logging.getLogger("context_manager"),
             model_cache=self.model_cache,
             on_config_change=self.reload,
+            payload_from_json=True,
         )
 
     # ------------------------------------------------------------------ hot reload

@@ -24,3 +24,6 @@ class HandlerContext:
     on_config_change: Any = None
     # Decoded messages reused across calls; None for callers that keep the returned dicts.
     memo: MessageMemo | None = SHARED_MEMO
+    # The payload was parsed from JSON text (engine frame, command line), so it holds only what
+    # JSON can carry; a Python caller's values may hold more (tuples, NaN, enums).
+    payload_from_json: bool = False

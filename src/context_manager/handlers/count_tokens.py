@@ -57,10 +57,10 @@ def _heuristic_count(raws: list[Any]) -> tuple[list[int], dict[str, int]]:
 def _decode(payload: Any, ctx: HandlerContext) -> tuple[dict[str, Any], Any, list[int], dict[str, int]]:
     """(request fields, estimator, per-message estimates, their sum by role).
 
-    For JSON payloads (``ctx.memo`` set) the heuristic counts the parsed messages without
+    For payloads parsed from JSON text the heuristic counts the parsed messages without
     decoding them when everything else in the request is valid.
     """
-    if ctx.memo is not None:
+    if ctx.payload_from_json:
         try:
             request = t.decode_struct(payload, "CountTokensInput", _RAW_REQUEST)
         except DecodeError:
