@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from context_manager.config.model import WorkerConfig
 from context_manager.core import lease
@@ -41,9 +41,8 @@ class CompactOptions:
     instructions: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CompactDeps:
-    """What the function needs from its call context (``HandlerContext`` has these members)."""
+class CompactDeps(Protocol):
+    """What the function needs from its call context (``HandlerContext`` fits)."""
 
     config: WorkerConfig
     resolver: ModelResolver | None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from context_manager.core import types as t
-from context_manager.core.compact import CompactDeps, CompactOptions, compact
+from context_manager.core.compact import CompactOptions, compact
 from context_manager.core.errors import invalid_request
 from context_manager.handlers.context import HandlerContext
 
@@ -36,12 +36,4 @@ async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
-    deps = CompactDeps(
-        config=ctx.config,
-        resolver=ctx.resolver,
-        summarizer=ctx.summarizer,
-        lease_store=ctx.lease_store,
-        clock=ctx.clock,
-        log=ctx.log,
-    )
-    return await compact(messages, request["model"], request["options"], deps)
+    return await compact(messages, request["model"], request["options"], ctx)
