@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess
+from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
 from context_manager.config.schema import config_schema
 from context_manager.schemas import function_definitions
@@ -69,15 +69,6 @@ def worker(engine: TestEngine, start_worker: Callable[..., WorkerProcess]) -> Wo
     return process
 
 
-def eventually(check: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def user(text: str, ts: int) -> dict[str, Any]:

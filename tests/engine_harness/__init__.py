@@ -4,6 +4,7 @@ from .configuration import ConfigurationStore
 from .engine import CallFailed, TestEngine
 from .fake_router import FakeRouter, assistant, stream_for
 from .process import WorkerProcess
+from .waiting import eventually
 
 __all__ = [
     "CallFailed",
@@ -12,5 +13,6 @@ __all__ = [
     "TestEngine",
     "WorkerProcess",
     "assistant",
+    "eventually",
     "stream_for",
 ]

@@ -4,7 +4,6 @@ read from it: raw invocations, resident memory, health."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,12 +76,3 @@ def healthy(engine: TestEngine) -> bool:
     return engine.call("context::count-tokens", HELLO, timeout=10)["tokens"] == 17
 
 
-def eventually(check: Any, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess
+from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 from engine_harness.fake_router import RouterCallError, stream_for
 
-from .engine_support import SEVEN, eventually, healthy, routed_budgets, worker_on_engine
+from .engine_support import SEVEN, healthy, routed_budgets, worker_on_engine
 from .faults import ROUTED, assemble_request, lease_records, write_seed
 
 TTL_SECS = 3
@@ -237,7 +237,7 @@ def test_an_invalid_configuration_after_boot_keeps_the_last_good_snapshot(tmp_pa
         assert engine.call("context::assemble", request)["usable"] == 8000  # 10% reserved
         good = {**engine.configuration.entries["context-manager"].value, "reserved_pct": 20}
         engine.set_configuration("context-manager", good)
-        eventually(lambda: engine.call("context::assemble", request)["usable"] == 7000)
+        eventually(lambda: engine.call("context::assemble", request)["usable"] == 7000, timeout=10)
         for bad in ({**good, "reserved_pct": "lots"}, {**good, "no_such_key": 1}, "not an object"):
             engine.set_configuration("context-manager", bad, validate=False)
             time.sleep(0.5)
