@@ -22,18 +22,6 @@ from context_manager.engine.client import Backoff, EngineClient, worker_metadata
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def engine() -> Any:
-    engine = TestEngine().start()
-    yield engine
-    engine.stop()
-
-
 async def with_client(engine: TestEngine, body: Any) -> Any:
     client = EngineClient(engine.url, worker_metadata("chan", "0.1.0"), backoff=Backoff(50, 2.0, 400, 0.0))
     async with anyio.create_task_group() as tg:

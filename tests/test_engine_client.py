@@ -26,18 +26,6 @@ pytestmark = pytest.mark.anyio
 FAST = Backoff(initial_ms=50, max_ms=400, jitter=0.0)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def engine() -> Any:
-    engine = TestEngine().start()
-    yield engine
-    engine.stop()
-
-
 @asynccontextmanager
 async def running(engine: TestEngine, name: str = "toy") -> AsyncIterator[EngineClient]:
     client = EngineClient(engine.url, worker_metadata(name, "0.1.0"), backoff=FAST)

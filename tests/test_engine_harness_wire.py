@@ -37,11 +37,6 @@ def test_decode_falls_back_for_hand_written_frames() -> None:
         decode(b'"\xff"')
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_calls_from_the_engine_loop_and_recorded_results(anyio_backend: str) -> None:
     engine = TestEngine().start()
     client = EngineClient(engine.url, worker_metadata("toy", "0.1.0"), backoff=Backoff(initial_ms=10))

@@ -4,7 +4,7 @@ and calls the worker's functions through the test engine."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +14,6 @@ from iii import InitOptions, InvocationError, register_worker
 
 HELLO = [{"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}]
 INLINE = {"id": "m1", "limits": {"context_window": 1000, "max_output_tokens": 100}}
-
-
-@pytest.fixture
-def engine() -> Iterator[TestEngine]:
-    engine = TestEngine().start()
-    yield engine
-    engine.stop()
 
 
 @pytest.fixture

@@ -34,11 +34,6 @@ NOW = 1767225600000
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def router() -> FakeRouter:
     return FakeRouter()
 

@@ -29,23 +29,11 @@ pytestmark = pytest.mark.anyio
 CONFIG_ID = "context-manager"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def compose_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Relative lease directories resolve under III_COMPOSE_DIR: keep them inside tmp_path.
     monkeypatch.setenv("III_COMPOSE_DIR", str(tmp_path))
     return tmp_path
-
-
-@pytest.fixture
-def engine() -> Any:
-    engine = TestEngine().start()
-    yield engine
-    engine.stop()
 
 
 @asynccontextmanager
