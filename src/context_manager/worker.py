@@ -28,6 +28,7 @@ from context_manager.config.paths import resolve_lease_dir
 from context_manager.config.schema import config_schema
 from context_manager.config.seed import load_seed
 from context_manager.core.errors import ContextManagerError
+from context_manager.core.history_reader import HistoryReader
 from context_manager.engine.client import (
     EngineClient,
     RegistrationRejected,
@@ -61,6 +62,11 @@ UI_ASSETS = (
 )
 
 log = logging.getLogger("context_manager.worker")
+
+
+def frame_reader() -> HistoryReader:
+    """Reads invocation frames, reusing the parse of a history an earlier call sent."""
+    return HistoryReader(("data", "messages"))
 
 
 class BootError(Exception):
@@ -200,9 +206,11 @@ class Worker:
             self.lease_store = FsLeaseStore(resolve_lease_dir(self.config.lease_dir))
         except LeaseDirError as exc:
             raise BootError("opening the compaction lease directory", exc) from exc
-        await self._register_functions()
+        await self.register_functions()
 
-    async def _register_functions(self) -> None:
+    async def register_functions(self) -> None:
+        """Register every function and binding (spec order); without a connection they wait
+        for the next one."""
         definitions = {d["id"]: d for d in function_definitions()}
         for function_id in PUBLIC_FUNCTION_IDS:
             await self._register(definitions[function_id])
@@ -293,7 +301,7 @@ class Worker:
 
 async def serve(url: str, config_path: str | None) -> int:
     """Run the worker until SIGINT/SIGTERM; the exit status."""
-    client = EngineClient(url, worker_metadata(WORKER_NAME, __version__))
+    client = EngineClient(url, worker_metadata(WORKER_NAME, __version__), reader=frame_reader())
     worker = Worker(client, ConfigurationSource(client, config_id()))
     status = 0
 

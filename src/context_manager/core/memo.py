@@ -51,12 +51,13 @@ Path = tuple[Any, ...]
 class Entry:
     """One decoded message (or tools list) and what has been derived from it."""
 
-    __slots__ = ("message", "key", "cost", "expect", "top", "probes", "derived")
+    __slots__ = ("message", "key", "cost", "raw", "expect", "top", "probes", "derived")
 
     def __init__(self, message: Any, key: Any, cost: int) -> None:
         self.message = message
         self.key = key
         self.cost = cost
+        self.raw: Any = None  # the parsed message last found to be this entry's
         self.expect: Any = None  # what a raw message must equal; None until first needed
         # Numbers and booleans to type-check: the message's own members, then nested ones.
         self.top: tuple[tuple[Any, type], ...] = ()
@@ -150,6 +151,7 @@ class MessageMemo:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[Any, Entry] = OrderedDict()
         self._by_id: dict[int, Entry] = {}
+        self._by_raw: dict[int, Entry] = {}  # id(entry.raw) -> entry
         self._seen: dict[Any, None] = {}  # first messages of histories met once
         self._bytes = 0
         self._lock = threading.RLock()
@@ -174,9 +176,19 @@ class MessageMemo:
         append = out.append
         entries = self._entries
         get = entries.get
+        by_raw = self._by_raw
+        owned = _OWNED.get()
         hits = 0
         with self._lock:
             for raw in raws:
+                # The very object found before (a history the request reader reused): parsed
+                # values are never mutated, so it still decodes to the same entry.
+                entry = by_raw.get(id(raw))
+                if entry is not None and entry.raw is raw:
+                    entries.move_to_end(entry.key)
+                    hits += 1
+                    append(entry.message)
+                    continue
                 if type(raw) is not dict:
                     append(decode(raw))
                     continue
@@ -200,10 +212,14 @@ class MessageMemo:
                             if not entry.probes or _same_types(raw, entry.probes):
                                 entries.move_to_end(key)
                                 hits += 1
+                                if owned:
+                                    self._found(entry, raw)
                                 append(entry.message)
                                 continue
                 message = decode(raw)
-                self._insert(key, message)
+                entry = self._insert(key, message)
+                if owned and entry is not None:
+                    self._found(entry, raw)
                 append(message)
             self.hits += hits
             self.misses += len(raws) - hits
@@ -224,6 +240,17 @@ class MessageMemo:
                 self._seen.clear()
             self._seen[key] = None
         return False
+
+    def _found(self, entry: Entry, raw: Any) -> None:
+        """Note ``raw`` as the object that decodes to ``entry`` (one object per entry).
+
+        Only for payloads the call owns: a caller's dict could be changed after the call, while
+        parsed values are never mutated, so the same object is the same message next time.
+        """
+        if entry.raw is not None and self._by_raw.get(id(entry.raw)) is entry:
+            del self._by_raw[id(entry.raw)]
+        entry.raw = raw
+        self._by_raw[id(raw)] = entry
 
     @staticmethod
     def _expectation(raw: dict[str, Any], entry: Entry) -> Any:
@@ -255,11 +282,11 @@ class MessageMemo:
             self._insert(key, value, ENTRY_OVERHEAD_BYTES + len(key[1]))
             return value
 
-    def _insert(self, key: Any, message: Any, cost: int | None = None) -> None:
+    def _insert(self, key: Any, message: Any, cost: int | None = None) -> Entry | None:
         if cost is None:
             cost = _approx_bytes(message)
         if cost > self.max_bytes:
-            return
+            return None
         old = self._entries.pop(key, None)
         if old is not None:
             self._forget(old)
@@ -270,11 +297,14 @@ class MessageMemo:
         while self._bytes > self.max_bytes:
             _, evicted = self._entries.popitem(last=False)
             self._forget(evicted)
+        return entry if key in self._entries else None
 
     def _forget(self, entry: Entry) -> None:
         self._bytes -= entry.cost
         if self._by_id.get(id(entry.message)) is entry:
             del self._by_id[id(entry.message)]
+        if entry.raw is not None and self._by_raw.get(id(entry.raw)) is entry:
+            del self._by_raw[id(entry.raw)]
 
     # -- canonical dict -> derived values ---------------------------------------------------
 
@@ -287,6 +317,7 @@ class MessageMemo:
         with self._lock:
             self._entries.clear()
             self._by_id.clear()
+            self._by_raw.clear()
             self._seen.clear()
             self._bytes = 0
             self.hits = 0
@@ -310,12 +341,19 @@ def active() -> MessageMemo | None:
     return _ACTIVE.get()
 
 
+# Does the running call own its payload's objects (parsed here from JSON text, handed to no one
+# else)? Only then may an entry remember the very object it was found as (see ``_found``).
+_OWNED: ContextVar[bool] = ContextVar("context_manager_memo_owned", default=False)
+
+
 @contextmanager
-def using(memo: MessageMemo | None) -> Iterator[None]:
+def using(memo: MessageMemo | None, owned: bool = False) -> Iterator[None]:
     token = _ACTIVE.set(memo)
+    owned_token = _OWNED.set(owned)
     try:
         yield
     finally:
+        _OWNED.reset(owned_token)
         _ACTIVE.reset(token)
 
 

@@ -93,8 +93,10 @@ class EngineClient:
         *,
         backoff: Backoff = Backoff(),
         log: logging.Logger | None = None,
+        reader: protocol.FrameReader | None = None,
     ) -> None:
         self.url = url
+        self.reader = reader  # parses inbound frames; the plain codec when None
         self.metadata = metadata
         self.backoff = backoff
         self.log = log or logging.getLogger("context_manager.engine")
@@ -307,7 +309,7 @@ class EngineClient:
         # One frame per call, so the loop keeps no reference to it: a large invocation is freed
         # when its reply has gone out, not while the next frame is being read.
         try:
-            frame = protocol.decode(message)
+            frame = protocol.decode(message, self.reader)
         except protocol.PayloadError as exc:
             await self._refuse_payload(exc)
             return
@@ -368,12 +370,18 @@ class EngineClient:
             self.log.warning("ignoring an engine frame: %s", exc.detail)
 
     async def _serve(self, frame: dict[str, Any]) -> None:
+        reply = await self.answer(frame)
+        if reply is not None:
+            await self._send(reply)
+
+    async def answer(self, frame: dict[str, Any]) -> bytes | None:
+        """The reply frame to one ``invokefunction`` (None when no reply is due)."""
         function_id = frame.get("function_id")
         invocation_id = frame.get("invocation_id")
         function = self._functions.get(function_id) if isinstance(function_id, str) else None
         if function is None:
             if isinstance(invocation_id, str):
-                await self._send(
+                return protocol.encode_bytes(
                     protocol.error_result(
                         invocation_id,
                         str(function_id),
@@ -381,7 +389,7 @@ class EngineClient:
                         f"Function '{function_id}' not found",
                     )
                 )
-            return
+            return None
         reply_to = str(invocation_id)
         try:
             value = await function.handler(frame.get("data"))
@@ -402,8 +410,7 @@ class EngineClient:
                     f"internal error: {exc or type(exc).__name__}",
                 )
             )
-        if isinstance(invocation_id, str):
-            await self._send(reply)
+        return reply if isinstance(invocation_id, str) else None
 
 
 def invoke_callable(client: EngineClient) -> Invoke:

@@ -56,5 +56,5 @@ def decode_request(payload: Any) -> AssembleRequest:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    with using(ctx.memo):
+    with using(ctx.memo, owned=ctx.payload_from_json):
         return await assemble(decode_request(payload), ctx)

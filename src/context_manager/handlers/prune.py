@@ -79,5 +79,5 @@ def prune_request(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    with using(ctx.memo):
+    with using(ctx.memo, owned=ctx.payload_from_json):
         return prune_request(payload, ctx)
