@@ -55,6 +55,8 @@ def floats_match() -> bool:
 
 
 _USAGE_NAMES = frozenset((*_USAGE_INTS, "cost_usd"))
+_USAGE_INT_SET = frozenset(_USAGE_INTS)
+_STOP_REASON_SET = frozenset(_STOP_REASONS)
 
 
 def _blocks(blocks: Any, acc: list[int]) -> bool:
@@ -119,107 +121,114 @@ def _blocks(blocks: Any, acc: list[int]) -> bool:
 
 
 def heuristic_tokens(raw: Any) -> int | None:
-    """The heuristic estimate of the message ``raw`` decodes to, or None (decode it instead)."""
+    """The heuristic estimate of the message ``raw`` decodes to, or None (decode it instead).
+
+    Subscripts, not ``.get()``: this runs for every message of every count, and a member missing
+    where it is required (KeyError) or an unhashable stop reason (TypeError) makes an unusual
+    message anyway.
+    """
     if type(raw) is not dict:
         return None
-    timestamp = raw.get("timestamp")
-    if type(timestamp) is not int or not _I64_MIN <= timestamp <= _I64_MAX:
-        return None
-    role = raw.get("role")
-    n = len(raw)
-    extra = 0
-    if role == "assistant":
-        stop_reason = raw.get("stop_reason")
-        if (type(stop_reason) is not str or stop_reason not in _STOP_REASONS
-                or type(raw.get("model")) is not str or type(raw.get("provider")) is not str):
-            return None
-        if n == 7:
-            usage = raw.get("usage")
-            if type(usage) is not dict or not usage.keys() <= _USAGE_NAMES:
-                return None
-            cost = usage.get("cost_usd", 0.0)
-            if type(cost) is not float:  # an integer cost is written as a float: other length
-                return None
-            for name in _USAGE_INTS:
-                value = usage.get(name, 0)
-                if type(value) is not int or value < 0 or value > _U64_MAX:
-                    return None
-        elif n != 6:
-            return None
-    elif role == "function_result":
-        if type(raw.get("function_call_id")) is not str or type(raw.get("function_id")) is not str:
-            return None
-        expected = 5
-        if "details" in raw:
-            expected += 1
-            details = raw["details"]
-            if details is not None and not (type(details) is dict and details.get("status") == "denied"):
-                # `details` never reaches the provider: it counts as null.
-                try:
-                    extra += _NULL_LEN - len(orjson.dumps(details))
-                except (TypeError, ValueError):
-                    return None
-        else:
-            extra += DETAILS_NULL
-        if "is_error" in raw:
-            expected += 1
-            if raw["is_error"] is not True and raw["is_error"] is not False:
-                return None
-        else:
-            extra += IS_ERROR_FALSE
-        if n != expected:
-            return None
-    elif role == "user":
-        if n != 3:
-            return None
-    elif role == "custom":
-        if type(raw.get("custom_type")) is not str:
-            return None
-        expected = 4
-        if "display" in raw:
-            expected += 1
-            if type(raw["display"]) is not str:
-                return None
-        if "details" in raw:
-            expected += 1
-            if raw["details"] is None:  # omitted by decoding: `"details":null` would not count
-                return None
-        if n != expected:
-            return None
-    else:
-        return None
-    content = raw.get("content")
-    if type(content) is not list:
-        return None
-    images = 0
-    for block in content:
-        # Text, thinking and calls, the bulk of any history, are checked inline.
-        if type(block) is not dict:
-            return None
-        kind = block.get("type")
-        if kind == "text":
-            if len(block) != 2 or type(block.get("text")) is not str:
-                return None
-        elif kind == "function_call":
-            if type(block.get("id")) is not str or type(block.get("function_id")) is not str:
-                return None
-            if len(block) != 4:
-                if len(block) != 3 or "arguments" in block:
-                    return None
-                extra += ARGUMENTS_NULL
-        elif kind == "thinking":
-            if type(block.get("text")) is not str:
-                return None
-            if len(block) != 2 and (len(block) != 3 or type(block.get("signature")) is not str):
-                return None
-        else:
-            acc = [0, 0, 0]
-            if not _blocks([block], acc):
-                return None
-            extra += acc[0] - acc[2]
-            images += acc[1]
     try:
-        size = len(orjson.dumps(raw))
-    except (TypeError, ValueError):
+        timestamp = raw["timestamp"]
+        if type(timestamp) is not int or not _I64_MIN <= timestamp <= _I64_MAX:
+            return None
+        role = raw["role"]
+        n = len(raw)
+        extra = 0
+        if role == "assistant":
+            if (raw["stop_reason"] not in _STOP_REASON_SET or type(raw["model"]) is not str
+                    or type(raw["provider"]) is not str):
+                return None
+            if n == 7:
+                usage = raw["usage"]
+                if type(usage) is not dict:
+                    return None
+                for name, value in usage.items():
+                    if type(value) is int:
+                        # an integer cost is written as a float: another length
+                        if name not in _USAGE_INT_SET or not 0 <= value <= _U64_MAX:
+                            return None
+                    elif type(value) is not float or name != "cost_usd":
+                        return None
+            elif n != 6:
+                return None
+        elif role == "function_result":
+            if type(raw["function_call_id"]) is not str or type(raw["function_id"]) is not str:
+                return None
+            expected = 5
+            if "details" in raw:
+                expected += 1
+                details = raw["details"]
+                if details is not None and not (type(details) is dict and details.get("status") == "denied"):
+                    # `details` never reaches the provider: it counts as null.
+                    try:
+                        extra += _NULL_LEN - len(orjson.dumps(details))
+                    except (TypeError, ValueError):
+                        return None
+            else:
+                extra += DETAILS_NULL
+            if "is_error" in raw:
+                expected += 1
+                if raw["is_error"] is not True and raw["is_error"] is not False:
+                    return None
+            else:
+                extra += IS_ERROR_FALSE
+            if n != expected:
+                return None
+        elif role == "user":
+            if n != 3:
+                return None
+        elif role == "custom":
+            if type(raw["custom_type"]) is not str:
+                return None
+            expected = 4
+            if "display" in raw:
+                expected += 1
+                if type(raw["display"]) is not str:
+                    return None
+            if "details" in raw:
+                expected += 1
+                if raw["details"] is None:  # omitted by decoding: `"details":null` would not count
+                    return None
+            if n != expected:
+                return None
+        else:
+            return None
+        content = raw["content"]
+        if type(content) is not list:
+            return None
+        images = 0
+        for block in content:
+            # Text, thinking and calls, the bulk of any history, are checked inline.
+            if type(block) is not dict:
+                return None
+            kind = block["type"]
+            if kind == "text":
+                if len(block) != 2 or type(block["text"]) is not str:
+                    return None
+            elif kind == "function_call":
+                if type(block["id"]) is not str or type(block["function_id"]) is not str:
+                    return None
+                if len(block) != 4:
+                    if len(block) != 3 or "arguments" in block:
+                        return None
+                    extra += ARGUMENTS_NULL
+            elif kind == "thinking":
+                if type(block["text"]) is not str:
+                    return None
+                if len(block) != 2 and (len(block) != 3 or type(block.get("signature")) is not str):
+                    return None
+            else:
+                acc = [0, 0, 0]
+                if not _blocks([block], acc):
+                    return None
+                extra += acc[0] - acc[2]
+                images += acc[1]
+        try:
+            size = len(orjson.dumps(raw))
+        except (TypeError, ValueError):
+            return None
+        return (size + extra) // 4 + IMAGE_TOKEN_BUDGET * images
+    except (KeyError, TypeError):
         return None
-    return (size + extra) // 4 + IMAGE_TOKEN_BUDGET * images

@@ -43,13 +43,13 @@ def _heuristic_count(raws: list[Any]) -> tuple[list[int], dict[str, int]]:
     """(per-message heuristic estimates, their sum by role) of valid messages, most of them
     straight from the parsed JSON; an unusual message is decoded (which raises its exact error
     if it is invalid)."""
-    sizes = []
+    sizes = [heuristic_tokens(raw) for raw in raws]
+    if None in sizes:
+        for index, size in enumerate(sizes):
+            if size is None:
+                sizes[index] = HEURISTIC.message(t.decode_message(raws[index]))
     buckets = empty_by_role()
-    for raw in raws:
-        size = heuristic_tokens(raw)
-        if size is None:
-            size = HEURISTIC.message(t.decode_message(raw))
-        sizes.append(size)
+    for raw, size in zip(raws, sizes):
         buckets[raw["role"]] += size
     return sizes, buckets
 
@@ -96,5 +96,5 @@ def count_tokens(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    with using(ctx.memo):
+    with using(ctx.memo, owned=ctx.payload_from_json):
         return count_tokens(payload, ctx)
