@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from bench import peer
-from bench.inproc import call_bytes, call_parsed, make_config
+from bench.inproc import WorkerTurn, call_bytes, call_parsed, make_config
 from bench.measure import clock_ms, max_rss_bytes, summary
 
 SUMMARY_TEXT = (
@@ -127,15 +127,18 @@ def _history(base: dict[str, Any], growth: list[list[dict[str, Any]]], calls: in
 
 
 def run_w5_warm(data_dir: Path) -> dict[str, Any]:
-    """The agent loop: call ``k`` sees call ``k-1``'s history plus one round, in one process."""
+    """The agent loop: call ``k`` sees call ``k-1``'s history plus one round, in one process,
+    served the way the worker serves an engine invocation (see ``WorkerTurn``)."""
     base = orjson.loads((data_dir / "W2.json").read_bytes())
     growth = orjson.loads((data_dir / "W5-growth.json").read_bytes())
     _tiny_call()
+    turn = WorkerTurn()
     calls, floors = [], []
     for k in range(1, len(growth) + 1):
         request = orjson.dumps(_history(base, growth, k))
-        ms, answer = clock_ms(lambda: call_bytes("context::assemble", request))
-        answer_obj = orjson.loads(answer)
+        frame = turn.frame("context::assemble", request, k)
+        ms, reply = clock_ms(lambda: turn(frame))
+        answer_obj = orjson.loads(reply)["result"]
         floor_ms, _ = clock_ms(lambda: floor(request, answer_obj))
         calls.append(ms)
         floors.append(floor_ms)
@@ -151,12 +154,14 @@ def run_w5_cold(data_dir: Path, indices: list[int]) -> dict[str, Any]:
     base = orjson.loads((data_dir / "W2.json").read_bytes())
     growth = orjson.loads((data_dir / "W5-growth.json").read_bytes())
     _tiny_call()
+    turn = WorkerTurn()
     for i in range(3):  # the same amount of code warm-up as the loop's first calls
-        call_bytes("context::assemble", orjson.dumps(shifted(base, 10**9 + i)))
+        turn(turn.frame("context::assemble", orjson.dumps(shifted(base, 10**9 + i)), i))
     cold = []
     for k in indices:
         request = orjson.dumps(shifted(_history(base, growth, k), 2 * 10**9 + k * 10**6))
-        cold.append(clock_ms(lambda: call_bytes("context::assemble", request))[0])
+        frame = turn.frame("context::assemble", request, k)
+        cold.append(clock_ms(lambda: turn(frame))[0])
     return {"set": "W5-cold", "indices": indices, "calls_ms": cold}
 
 

@@ -3,20 +3,25 @@
 ``call_bytes`` mirrors ``cli.run_call`` without the subprocess: parse the request bytes with the
 worker's reader, build the call context, run the handler the way the command does, and write
 the response with sorted keys. ``call_parsed`` is the like-for-like variant used against the
-peer: the payload is already parsed and the answer is left as a dict.
+peer: the payload is already parsed and the answer is left as a dict. ``WorkerTurn`` is what the
+long-lived worker does with an engine frame (the agent loop of W5 only pays off there: the
+command is one process per call, and library calls keep no state between calls).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any, Callable
 
 import anyio
+import orjson
 
 from context_manager import api
 from context_manager.api import build_context, call_async
 from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.codec import dumps_wire, loads
+from context_manager.engine import protocol
 from context_manager.handlers.context import HandlerContext
 
 Summarizer = Callable[[str, str, Any], str]
@@ -46,3 +51,30 @@ def call_parsed(function_id: str, payload: Any, config: WorkerConfig = DEFAULT_C
                 summarizer: Summarizer | None = None) -> dict[str, Any]:
     ctx = build_context(config, summarizer)
     return run_handler(function_id, payload, ctx)
+
+
+class WorkerTurn:
+    """One invocation as the worker serves it, without the socket: the engine's frame bytes are
+    parsed with the worker's frame reader and answered by the worker's own functions through the
+    engine client (``EngineClient.answer``), which returns the reply frame's bytes."""
+
+    def __init__(self) -> None:
+        from context_manager.engine.client import EngineClient
+        from context_manager.worker import ConfigurationSource, Worker, frame_reader
+
+        self.client = EngineClient("ws://127.0.0.1:9", {}, reader=frame_reader())
+        self.worker = Worker(self.client, ConfigurationSource(self.client, "context-manager"))
+        self.loop = asyncio.new_event_loop()
+        self.loop.run_until_complete(self.worker.register_functions())
+
+    @staticmethod
+    def frame(function_id: str, request: bytes, invocation: int) -> bytes:
+        """The engine's ``invokefunction`` frame around a request (built before any timing)."""
+        head = orjson.dumps({"type": "invokefunction", "invocation_id": f"{invocation:036d}",
+                             "function_id": function_id})
+        return head[:-1] + b',"data":' + request + b"}"
+
+    def __call__(self, frame: bytes) -> bytes:
+        reply = self.loop.run_until_complete(self.client.answer(protocol.decode(frame, self.client.reader)))
+        assert reply is not None
+        return reply

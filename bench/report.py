@@ -29,13 +29,13 @@ RSS_TARGET = ("W3", 4.0, "Δ ≤ 4× request")
 MEASURED_LABEL = {
     "call": "call bytes→bytes",
     "like": "like-for-like (parsed in, dict out)",
-    "warm": "warm call (agent loop)",
+    "warm": "warm worker turn (agent loop)",
 }
 BASELINE_LABEL = {
     "floor": "floor: loads(req)+dumps(resp)",
     "peer": "peer",
     "dumps_messages": "orjson.dumps(messages)",
-    "cold": "cold call, same history",
+    "cold": "cold worker turn, same history",
 }
 PEER_LABEL = {
     "context::assemble": "peer: LC trim_messages",
