@@ -112,8 +112,14 @@ def canonical_free_form(value: Any, depth: int = 1) -> Any:
         out = {}
         for key in sorted(value):
             item = value[key]
-            # Strings and plain integers, most leaves, without a call.
-            out[key] = item if type(item) is str or type(item) is int and _I64_MIN <= item <= _U64_MAX else canonical_free_form(item, depth + 1)
+            leaf = type(item)
+            # Strings, plain integers, in-band floats and literals, most leaves, without a call.
+            if (leaf is str or item is None or leaf is bool
+                    or leaf is int and _I64_MIN <= item <= _U64_MAX
+                    or leaf is float and 1e-4 <= abs(item) < 1e16):
+                out[key] = item
+            else:
+                out[key] = canonical_free_form(item, depth + 1)
         return out
     if kind is list:
         return [canonical_free_form(item, depth + 1) for item in value]

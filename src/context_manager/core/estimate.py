@@ -51,6 +51,9 @@ def _image_adjustment(blocks: list[dict[str, Any]]) -> tuple[int, int]:
     return discount, images
 
 
+_NESTED_MEDIA = frozenset(("image", "function_result"))
+
+
 def message_view_bytes(m: dict[str, Any]) -> tuple[int, int]:
     """(serialized bytes of the estimator's view of ``m``, number of images in it)."""
     size = len(orjson.dumps(m))
@@ -58,8 +61,12 @@ def message_view_bytes(m: dict[str, Any]) -> tuple[int, int]:
         details = m["details"]
         if details is not None and not is_denied(details):
             size += _NULL_LEN - len(orjson.dumps(details))
-    discount, images = _image_adjustment(m["content"])
-    return size - discount, images
+    content = m["content"]
+    for block in content:
+        if block["type"] in _NESTED_MEDIA:  # rare: only then walk for images to discount
+            discount, images = _image_adjustment(content)
+            return size - discount, images
+    return size, 0
 
 
 class HeuristicEstimator:

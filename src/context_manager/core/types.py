@@ -397,18 +397,21 @@ def _fast_usage(value: Any) -> dict[str, Any] | None:
     if type(value) is not dict:
         return None
     out: dict[str, Any] = {}
+    get = value.get
     for name in _USAGE_FIELDS:
-        n = value.get(name)
-        if n is None:
-            continue
-        if type(n) is not int or not 0 <= n <= _U64_MAX:
-            return None
-        out[name] = n
-    cost = value.get("cost_usd")
+        n = get(name)
+        if n is not None:
+            if type(n) is not int or n < 0 or n > _U64_MAX:
+                return None
+            out[name] = n
+    cost = get("cost_usd")
     if cost is not None:
-        if type(cost) is not float and type(cost) is not int:
+        if type(cost) is float:
+            out["cost_usd"] = cost if 1e-4 <= abs(cost) < 1e16 else float_fragment(cost)
+        elif type(cost) is int:
+            out["cost_usd"] = float_fragment(float(cost))
+        else:
             return None
-        out["cost_usd"] = float_fragment(float(cost))
     return out
 
 
@@ -460,14 +463,21 @@ def _fast_message(role: str, value: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def decode_message(value: Any) -> dict[str, Any]:
+    if type(value) is dict:
+        role = value.get("role")
+        if type(role) is str and role in _FAST_ROLES:
+            try:
+                fast = _fast_message(role, value)
+            except DecodeError:
+                fast = None
+            if fast is not None:
+                return fast
+    # Anything unusual: the generic walker raises the original's first error.
     role = _tag(value, "role", "AgentMessage", ROLES)
-    try:
-        fast = _fast_message(role, value)
-    except DecodeError:
-        fast = None
-    if fast is not None:
-        return fast
     return _decode_message_generic(role, value)
+
+
+_FAST_ROLES = frozenset(("user", "assistant", "function_result"))
 
 
 def _decode_message_generic(role: str, value: Any) -> dict[str, Any]:
