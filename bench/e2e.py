@@ -92,3 +92,36 @@ def measure(name: str, data_dir: Path, runs: int) -> dict[str, Any] | None:
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     return summary(samples)
+
+
+def measure_w5(data_dir: Path, indices: list[int]) -> dict[str, Any] | None:
+    """W5 through the engine: the agent loop's calls 1..N in order (warm: calls ``indices``),
+    then the same histories with their own timestamp offsets (cold: nothing to reuse)."""
+    from bench.child import _history, shifted
+
+    try:
+        engine = _start()
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    base = orjson.loads((data_dir / "W2.json").read_bytes())
+    growth = orjson.loads((data_dir / "W5-growth.json").read_bytes())
+
+    async def one(payload: dict[str, Any]) -> float:
+        start = time.perf_counter_ns()
+        result = await engine.call_async("context::assemble", payload)
+        ms = (time.perf_counter_ns() - start) / 1e6
+        del result
+        return ms
+
+    async def timed_calls() -> tuple[list[float], list[float]]:
+        warm = {}
+        for k in range(1, len(growth) + 1):
+            warm[k] = await one(_history(base, growth, k))
+        cold = [await one(shifted(_history(base, growth, k), 5 * 10**9 + k * 10**6)) for k in indices]
+        return [warm[k] for k in indices], cold
+
+    try:
+        warm, cold = engine.run(timed_calls, timeout=60 * (len(growth) + len(indices)))
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"warm": summary(warm), "cold": summary(cold)}
