@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from . import codec
+from .canonical import canonical_block, canonical_message
+from .codec import canonical_free_form
 from .estimate import Estimator
 from .prune import PruneStats  # emergency work is reported with the same three counters
 from .results import (
@@ -44,7 +46,7 @@ class EmergencyResult:
 
 def preview(content: list[Block], details: Any) -> str:
     """The first 160 code points of the result text (or of its details' JSON), then `…` if cut."""
-    source = text_of(content) or codec.dumps(details).decode("utf-8")
+    source = text_of(content) or codec.dumps(canonical_free_form(details)).decode("utf-8")
     if len(source) > PREVIEW_CHARS:
         return source[:PREVIEW_CHARS] + "\u2026"
     return source
@@ -77,7 +79,7 @@ def _rendered(reference: dict[str, Any]) -> str:
 def message_reference(message: Message, original_tokens: int) -> Message:
     """Replacement of a message-level result: same identity fields, reference content and details."""
     reference = _reference(
-        codec.dumps(message),
+        codec.dumps(canonical_message(message)),
         message["function_call_id"],
         message["function_id"],
         original_tokens,
@@ -91,7 +93,7 @@ def message_reference(message: Message, original_tokens: int) -> Message:
 def inline_reference(block: Block, function_id: str | None, original_tokens: int) -> Block:
     """Replacement of an inline result block; `function_id` only when the call id resolved."""
     reference = _reference(
-        codec.dumps(block),
+        codec.dumps(canonical_block(block)),
         block["function_call_id"],
         function_id,
         original_tokens,

@@ -14,6 +14,7 @@ import orjson
 from context_manager.config.model import WorkerConfig
 from context_manager.core.codec import utf8_len
 from context_manager.core.memo import active as active_memo
+from context_manager.core.memo import as_is_sizes
 from context_manager.core.memo import remembered
 
 IMAGE_TOKEN_BUDGET = 4096
@@ -104,18 +105,27 @@ def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator) -> l
     """``[estimator.message(m) for m in messages]``, remembered across calls for messages the
     active memo holds (an estimate depends on the message and the estimator only)."""
     memo = active_memo()
+    # Heuristic estimates taken while the messages were checked (parsed messages used as is).
+    known = as_is_sizes() if estimator is HEURISTIC else None
     if memo is None:
-        return [estimator.message(m) for m in messages]
+        if not known:
+            return [estimator.message(m) for m in messages]
+        get = known.get
+        return [size if (size := get(id(m))) is not None else estimator.message(m) for m in messages]
     entry_of = memo.entry_of
     sizes = []
     for m in messages:
         entry = entry_of(m)
         if entry is None:
-            sizes.append(estimator.message(m))
+            size = known.get(id(m)) if known else None
+            sizes.append(size if size is not None else estimator.message(m))
             continue
         size = entry.derived.get(estimator)
         if size is None:
-            size = entry.derived[estimator] = estimator.message(m)
+            size = known.get(id(m)) if known else None
+            if size is None:
+                size = estimator.message(m)
+            entry.derived[estimator] = size
         sizes.append(size)
     return sizes
 

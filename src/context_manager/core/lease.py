@@ -13,6 +13,7 @@ import os
 import uuid
 from typing import Any, Iterable
 
+from context_manager.core.canonical import canonical_message
 from context_manager.core.codec import dumps
 from context_manager.core.ports_compaction import LeaseRecord, LeaseStore, LeaseStoreError
 from context_manager.ports import Clock
@@ -30,7 +31,7 @@ def default_lease_key(messages: Iterable[dict[str, Any]]) -> str:
     """SHA-256 over each canonical message followed by one zero byte, as lowercase hex (03 §6.2)."""
     digest = hashlib.sha256()
     for message in messages:
-        digest.update(dumps(message))
+        digest.update(dumps(canonical_message(message)))
         digest.update(b"\x00")
     return digest.hexdigest()
 

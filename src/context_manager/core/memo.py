@@ -346,13 +346,27 @@ def active() -> MessageMemo | None:
 _OWNED: ContextVar[bool] = ContextVar("context_manager_memo_owned", default=False)
 
 
+# Parsed messages that already are their canonical form stand for it as they are (see
+# ``types.decode_messages``); their heuristic estimates, by id, as checking them measured them.
+# None: every message is decoded into a new dict.
+_AS_IS: ContextVar[dict[int, int] | None] = ContextVar("context_manager_as_is", default=None)
+
+
+def as_is_sizes() -> dict[int, int] | None:
+    return _AS_IS.get()
+
+
 @contextmanager
-def using(memo: MessageMemo | None, owned: bool = False) -> Iterator[None]:
+def using(memo: MessageMemo | None, owned: bool = False, as_is: bool = False) -> Iterator[None]:
+    """Run a call with ``memo``; ``owned``: the payload was parsed here and is never handed out;
+    ``as_is``: canonical parsed messages need not be copied (owned payloads, heuristic counts)."""
     token = _ACTIVE.set(memo)
     owned_token = _OWNED.set(owned)
+    as_is_token = _AS_IS.set({} if as_is and owned else None)
     try:
         yield
     finally:
+        _AS_IS.reset(as_is_token)
         _OWNED.reset(owned_token)
         _ACTIVE.reset(token)
 

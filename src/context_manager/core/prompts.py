@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from context_manager.core.codec import dumps
+from context_manager.core.codec import canonical_free_form, dumps
 
 # Unicode White_Space, the set the original trims with (03 §0.3). Python's str.strip() would
 # also remove U+001C..U+001F, so trimming always names this set explicitly.
@@ -155,7 +155,7 @@ def render_user_prompt(messages: Sequence[dict[str, Any]]) -> str:
                 parts.append(block["text"])
                 parts.append("\n")
             elif kind == "function_call":
-                arguments = dumps(block["arguments"]).decode("utf-8")
+                arguments = dumps(canonical_free_form(block["arguments"])).decode("utf-8")
                 parts.append(f"[tool_call] {block['function_id']} {arguments}\n")
             # thinking, file, inline results and anything else never reach the summariser
     parts.append(USER_PROMPT_FOOTER)

@@ -120,8 +120,11 @@ def _blocks(blocks: Any, acc: list[int]) -> bool:
     return True
 
 
-def heuristic_tokens(raw: Any) -> int | None:
+def heuristic_tokens(raw: Any, exact: bool = False) -> int | None:
     """The heuristic estimate of the message ``raw`` decodes to, or None (decode it instead).
+
+    ``exact``: only for a message that already is its canonical form member for member (no
+    default to fill in), so that it may stand for the decoded message as it is.
 
     Subscripts, not ``.get()``: this runs for every message of every count, and a member missing
     where it is required (KeyError) or an unhashable stop reason (TypeError) makes an unusual
@@ -167,12 +170,16 @@ def heuristic_tokens(raw: Any) -> int | None:
                     except (TypeError, ValueError):
                         return None
             else:
+                if exact:
+                    return None
                 extra += DETAILS_NULL
             if "is_error" in raw:
                 expected += 1
                 if raw["is_error"] is not True and raw["is_error"] is not False:
                     return None
             else:
+                if exact:
+                    return None
                 extra += IS_ERROR_FALSE
             if n != expected:
                 return None
@@ -211,7 +218,7 @@ def heuristic_tokens(raw: Any) -> int | None:
                 if type(block["id"]) is not str or type(block["function_id"]) is not str:
                     return None
                 if len(block) != 4:
-                    if len(block) != 3 or "arguments" in block:
+                    if exact or len(block) != 3 or "arguments" in block:
                         return None
                     extra += ARGUMENTS_NULL
             elif kind == "thinking":
@@ -221,7 +228,7 @@ def heuristic_tokens(raw: Any) -> int | None:
                     return None
             else:
                 acc = [0, 0, 0]
-                if not _blocks([block], acc):
+                if not _blocks([block], acc) or exact and acc[0]:
                     return None
                 extra += acc[0] - acc[2]
                 images += acc[1]

@@ -18,6 +18,8 @@ from typing import Any, Callable, NamedTuple
 from context_manager.core.codec import Fragment, canonical_free_form, float_fragment
 from context_manager.core.errors import DecodeError
 from context_manager.core.memo import active as active_memo
+from context_manager.core.memo import as_is_sizes
+from context_manager.core.raw_estimate import floats_match, heuristic_tokens
 
 ROLES = ("user", "assistant", "function_result", "custom")
 STOP_REASONS = ("end", "length", "function_call", "aborted", "error")
@@ -514,10 +516,23 @@ def _decode_message_generic(role: str, value: Any) -> dict[str, Any]:
 def decode_messages(value: Any) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise invalid_type(value, "a sequence")
+    decode = decode_message
+    sizes = as_is_sizes()
+    if sizes is not None and floats_match():
+
+        def decode(raw: Any) -> dict[str, Any]:
+            # A message that already is its canonical form member for member is used as it is:
+            # checking it measures it, and copying it would change nothing but key order.
+            size = heuristic_tokens(raw, exact=True)
+            if size is None:
+                return decode_message(raw)
+            sizes[id(raw)] = size
+            return raw
+
     memo = active_memo()
     if memo is not None:  # messages seen by an earlier call come back already decoded
-        return memo.decode_all(value, decode_message)
-    return [decode_message(v) for v in value]
+        return memo.decode_all(value, decode)
+    return [decode(v) for v in value]
 
 
 # --- tools, models --------------------------------------------------------------------------

@@ -56,5 +56,5 @@ def decode_request(payload: Any) -> AssembleRequest:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    with using(ctx.memo, owned=ctx.payload_from_json):
+    with using(ctx.memo, owned=ctx.payload_from_json, as_is=ctx.config.estimator != "auto"):
         return await assemble(decode_request(payload), ctx)

@@ -79,5 +79,5 @@ def prune_request(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    with using(ctx.memo, owned=ctx.payload_from_json):
+    with using(ctx.memo, owned=ctx.payload_from_json, as_is=ctx.config.estimator != "auto"):
         return prune_request(payload, ctx)
