@@ -158,6 +158,19 @@ def test_small_requests_are_never_kept():
     assert len(r) == 0
 
 
+def test_a_conversation_that_starts_small_is_remembered_once_it_is_large_enough():
+    r = HistoryReader(PATH, min_bytes=2_000)
+    history = [message(i) for i in range(3)]
+    frames = []
+    for turn in range(40):
+        history = history + [message(100 + turn)]
+        frames.append(frame(history, turn))
+    for data in frames:
+        assert same(r.loads(data), loads(data))
+    assert len(frames[0]) < 2_000 < len(frames[-1])
+    assert r.spliced > 20
+
+
 @pytest.mark.parametrize("data, path, expected", [
     (b'{"messages":[1]}', ("messages",), 13),
     (b' { "messages" : [ 1 ] }', ("messages",), 17),

@@ -246,7 +246,9 @@ class HistoryReader:
         except (TypeError, ValueError):
             text = b""
         body = text[1:-1]
-        if len(body) < self.min_bytes or not data.startswith(body, start):
+        if len(body) < self.min_bytes:
+            return  # too small to be worth it yet: a later, longer sighting tries again
+        if not data.startswith(body, start):
             self._refuse(key)
             return
         with self._lock:
