@@ -181,6 +181,8 @@ def test_a_conversation_that_starts_small_is_remembered_once_it_is_large_enough(
     (b'{"data":{"model":"m"}}', PATH, None),          # absent
     (b'{"data":{"messages" [1]}}', PATH, None),       # not JSON
     (b'["messages",[1]]', ("messages",), None),
+    (b'{"x":[' + b"1," * 300 + b'1],"messages":[1]}', ("messages",), None),  # header too long
+    (b'{"x":"' + b"y" * 10_000 + b'","messages":[1]}', ("messages",), 10_020),  # one long token
 ])
 def test_the_array_start_is_found_only_where_the_path_leads(data, path, expected):
     assert array_start(data, path) == expected

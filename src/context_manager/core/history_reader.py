@@ -50,6 +50,7 @@ MAX_HISTORY_BYTES = 16 * 1024 * 1024
 MIN_BODY_BYTES = 16 * 1024
 # How far into a request the message array may start (headers are a few hundred bytes).
 MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_TOKENS = 256
 FINGERPRINT_BYTES = 96
 MAX_SEEN = 10_000
 MAX_CANDIDATES = 8
@@ -75,64 +76,73 @@ class _History:
         self.fingerprint = body[:FINGERPRINT_BYTES]
 
 
+class _NotFound(Exception):
+    pass
+
+
+class _Tokens:
+    """The header's tokens, at most MAX_HEADER_TOKENS of them within MAX_HEADER_BYTES: frames
+    without a message array near their start (results, configuration) cost next to nothing."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+        self.left = MAX_HEADER_TOKENS
+        self.limit = min(len(data), MAX_HEADER_BYTES)
+
+    def next(self) -> re.Match[bytes]:
+        self.left -= 1
+        token = _TOKEN.match(self.data, self.pos)
+        if self.left < 0 or token is None or token.end() > self.limit:
+            raise _NotFound
+        self.pos = token.end()
+        return token
+
+    def expect(self, char: bytes) -> None:
+        if self.next().group(2) != char:
+            raise _NotFound
+
+    def skip_value(self) -> None:
+        """Past the value that starts here (containers are skipped by depth)."""
+        depth = 0
+        while True:
+            char = self.next().group(2)
+            if char is None:  # a string or a scalar
+                if depth == 0:
+                    return
+            elif char in (b"{", b"["):
+                depth += 1
+            elif char in (b"}", b"]"):
+                depth -= 1
+                if depth <= 0:
+                    if depth < 0:
+                        raise _NotFound
+                    return
+            elif depth == 0:
+                raise _NotFound
+
+
 def array_start(data: bytes, path: tuple[str, ...]) -> int | None:
     """Offset just after the ``[`` of the array at ``path`` (object keys from the top), or None
-    if it is not within the first MAX_HEADER_BYTES or the header is not plain JSON."""
-    limit = min(len(data), MAX_HEADER_BYTES)
-    match = _TOKEN
-    pos = 0
-    for depth, wanted in enumerate(path):
-        token = match.match(data, pos)
-        if token is None or token.group(2) != b"{":
-            return None
-        pos = token.end()
-        while True:
-            key = match.match(data, pos)
-            if key is None or key.group(1) is None or key.end() > limit:
-                return None
-            colon = match.match(data, key.end())
-            if colon is None or colon.group(2) != b":":
-                return None
-            pos = colon.end()
-            if key.group(1) == wanted.encode():
-                break
-            pos = _skip_value(data, pos, limit)
-            if pos is None:
-                return None
-            sep = match.match(data, pos)
-            if sep is None or sep.group(2) != b",":
-                return None
-            pos = sep.end()
-        if depth == len(path) - 1:
-            token = match.match(data, pos)
-            if token is None or token.group(2) != b"[":
-                return None
-            return token.end()
-    return None
-
-
-def _skip_value(data: bytes, pos: int, limit: int) -> int | None:
-    """The offset after the value starting at ``pos`` (containers are skipped by depth)."""
-    depth = 0
-    while True:
-        token = _TOKEN.match(data, pos)
-        if token is None or token.end() > limit:
-            return None
-        pos = token.end()
-        char = token.group(2)
-        if char is None:
-            if depth == 0:
-                return pos
-        elif char in (b"{", b"["):
-            depth += 1
-        elif char in (b"}", b"]"):
-            depth -= 1
-            if depth < 0:
-                return None
-            if depth == 0:
-                return pos
-        elif depth == 0:
-            return None
+    if the header before it is long or not plain JSON."""
+    tokens = _Tokens(data)
+    try:
+        for wanted in path:
+            tokens.expect(b"{")
+            name = wanted.encode()
+            while True:
+                key = tokens.next().group(1)
+                if key is None:
+                    return None
+                tokens.expect(b":")
+                if key == name:
+                    break
+                tokens.skip_value()
+                tokens.expect(b",")
+        tokens.expect(b"[")
+    except _NotFound:
+        return None
+    return tokens.pos
 
 
 class HistoryReader:
