@@ -149,6 +149,32 @@ def test_every_function_answers_through_the_engine(engine: TestEngine, worker: W
     assert "configForms" in page["content"]
 
 
+def test_an_agent_loop_gets_the_answers_of_fresh_calls(engine: TestEngine, worker: WorkerProcess) -> None:
+    """Turn after turn the worker reuses what it parsed before; every answer must still be the
+    one a fresh library call (plain decoding, no reuse) gives, an edited old message included."""
+    from context_manager import call
+
+    def turn(i: int) -> list[dict[str, Any]]:
+        return [
+            {"role": "user", "content": [{"type": "text", "text": f"step {i}: " + "go on " * 40}],
+             "timestamp": 10 * i},
+            {"role": "assistant", "content": [{"type": "function_call", "id": f"c{i}", "function_id": "fs::read",
+                                               "arguments": {"path": f"src/{i}.py", "limit": 200}}],
+             "stop_reason": "function_call", "model": "m", "provider": "p", "timestamp": 10 * i + 1},
+            {"role": "function_result", "function_call_id": f"c{i}", "function_id": "fs::read",
+             "content": [{"type": "text", "text": f"line {i}\n" * 300}], "timestamp": 10 * i + 2},
+        ]
+
+    model = {"id": "m", "limits": {"context_window": 200_000, "max_output_tokens": 1_000}}
+    history: list[dict[str, Any]] = []
+    for i in range(11):
+        history = history + turn(i)
+        if i == 8:  # an edit far back, as a harness that rewrites history would send
+            history[1] = {**history[1], "timestamp": 2}
+        payload = {"messages": history, "model": model}
+        assert engine.call("context::assemble", payload) == call("context::assemble", payload)
+
+
 def test_callers_extra_fields_are_ignored(engine: TestEngine, worker: WorkerProcess) -> None:
     # A worker-originated call carries `_caller_worker_id`; the function must not mind.
     result = engine.call("context::count-tokens", {"messages": HELLO, "model": INLINE, "_caller_worker_id": "w"})
