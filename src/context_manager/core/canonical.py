@@ -17,35 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from context_manager.core.codec import Fragment, canonical_free_form, float_fragment
-
-_MESSAGE_ORDER = {
-    "user": ("role", "content", "timestamp"),
-    "assistant": ("role", "content", "stop_reason", "native_stop_reason", "error_message",
-                  "error_kind", "warnings", "usage", "model", "provider", "timestamp"),
-    "function_result": ("role", "function_call_id", "function_id", "content", "details",
-                        "is_error", "timestamp"),
-    "custom": ("role", "custom_type", "content", "display", "details", "timestamp"),
-}
-_BLOCK_ORDER = {
-    "text": ("type", "text"),
-    "image": ("type", "mime", "data", "attachment_id"),
-    "file": ("type", "attachment_id", "name", "mime", "size"),
-    "thinking": ("type", "text", "signature"),
-    "function_call": ("type", "id", "function_id", "arguments"),
-    "function_result": ("type", "function_call_id", "content", "is_error"),
-}
-_USAGE_ORDER = ("input", "output", "cache_read", "cache_write", "reasoning", "cost_usd")
+from context_manager.core.types import BLOCK_LAYOUTS, MESSAGE_LAYOUTS, USAGE_LAYOUT
 
 
 def canonical_message(message: dict[str, Any]) -> dict[str, Any]:
-    out = {name: message[name] for name in _MESSAGE_ORDER[message["role"]] if name in message}
+    out = {name: message[name] for name in MESSAGE_LAYOUTS[message["role"]] if name in message}
     out["content"] = [canonical_block(block) for block in message["content"]]
     details = out.get("details")
     if details is not None:
         out["details"] = canonical_free_form(details)
     usage = out.get("usage")
     if usage is not None:
-        usage = {name: usage[name] for name in _USAGE_ORDER if name in usage}
+        usage = {name: usage[name] for name in USAGE_LAYOUT if name in usage}
         cost = usage.get("cost_usd")
         if cost is not None and type(cost) is not Fragment:
             usage["cost_usd"] = float_fragment(float(cost))
@@ -54,7 +37,7 @@ def canonical_message(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def canonical_block(block: dict[str, Any]) -> dict[str, Any]:
-    out = {name: block[name] for name in _BLOCK_ORDER[block["type"]] if name in block}
+    out = {name: block[name] for name in BLOCK_LAYOUTS[block["type"]] if name in block}
     arguments = out.get("arguments")
     if arguments is not None:
         out["arguments"] = canonical_free_form(arguments)

@@ -513,6 +513,17 @@ def _decode_message_generic(role: str, value: Any) -> dict[str, Any]:
     return out
 
 
+# Each record's members in declaration order, its tag first: the canonical layouts
+# (``core/canonical.py`` lays out messages used as they were parsed by these).
+MESSAGE_LAYOUTS = {role: ("role", *fields) for role, fields in (
+    ("user", _USER), ("assistant", _ASSISTANT), ("function_result", _FUNCTION_RESULT),
+    ("custom", _CUSTOM))}
+BLOCK_LAYOUTS = {kind: ("type", *fields) for kind, fields in (
+    ("text", _TEXT), ("image", _IMAGE), ("file", _FILE), ("thinking", _THINKING),
+    ("function_call", _CALL), ("function_result", _INLINE_RESULT))}
+USAGE_LAYOUT = tuple(_USAGE)
+
+
 def decode_messages(value: Any) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise invalid_type(value, "a sequence")
