@@ -408,12 +408,9 @@ def _fast_usage(value: Any) -> dict[str, Any] | None:
             out[name] = n
     cost = get("cost_usd")
     if cost is not None:
-        if type(cost) is float:
-            out["cost_usd"] = cost if 1e-4 <= abs(cost) < 1e16 else float_fragment(cost)
-        elif type(cost) is int:
-            out["cost_usd"] = float_fragment(float(cost))
-        else:
+        if type(cost) is not float and type(cost) is not int:
             return None
+        out["cost_usd"] = float_fragment(float(cost))
     return out
 
 
