@@ -62,6 +62,17 @@ def stop() -> None:
     _engine = _worker = None
 
 
+async def _timed_call(engine: Any, function_id: str, payload: Any) -> float:
+    """Milliseconds of one call, timed on the engine's own loop like a caller colocated with the
+    engine: the blocking helper's two thread hops (~0.4 ms) belong to the harness, not to the
+    round trip. Always wall time: the work happens in other processes."""
+    start = time.perf_counter_ns()
+    result = await engine.call_async(function_id, payload)
+    ms = (time.perf_counter_ns() - start) / 1e6
+    del result  # freed after the clock stopped, as a caller would after reading it
+    return ms
+
+
 def measure(name: str, data_dir: Path, runs: int) -> dict[str, Any] | None:
     """Median/p95 of ``runs`` engine calls on ``name``'s request (after one discarded call)."""
     from bench.child import shifted  # the same never-seen-before variants as in-process
@@ -74,15 +85,9 @@ def measure(name: str, data_dir: Path, runs: int) -> dict[str, Any] | None:
     base = orjson.loads((data_dir / f"{name}.json").read_bytes())
 
     async def timed_calls() -> list[float]:
-        # Timed on the engine's own loop, like a caller colocated with the engine: the blocking
-        # helper's two thread hops (~0.4 ms) belong to the harness, not to the round trip.
         samples = []
         for i in range(runs + 1):
-            payload = shifted(base, 3 * i + 7)
-            start = time.perf_counter_ns()  # always wall time: the work happens in other processes
-            result = await engine.call_async(function_id, payload)
-            ms = (time.perf_counter_ns() - start) / 1e6
-            del result  # freed after the clock stopped, as a caller would after reading it
+            ms = await _timed_call(engine, function_id, shifted(base, 3 * i + 7))
             if i:
                 samples.append(ms)
         return samples
@@ -107,11 +112,7 @@ def measure_w5(data_dir: Path, indices: list[int]) -> dict[str, Any] | None:
     growth = orjson.loads((data_dir / "W5-growth.json").read_bytes())
 
     async def one(payload: dict[str, Any]) -> float:
-        start = time.perf_counter_ns()
-        result = await engine.call_async("context::assemble", payload)
-        ms = (time.perf_counter_ns() - start) / 1e6
-        del result
-        return ms
+        return await _timed_call(engine, "context::assemble", payload)
 
     async def timed_calls() -> tuple[list[float], list[float]]:
         warm = {}

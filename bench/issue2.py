@@ -12,27 +12,16 @@ ratios are medians of run-by-run ratios over process CPU time.
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
 from bench import workloads
+from bench.measure import cpu_ms, median
 from bench.child import shifted
 from bench.inproc import call_bytes, call_parsed
 
 RUNS = 21
-
-
-def _ms(fn: Callable[[], Any]) -> float:
-    start = time.process_time_ns()
-    fn()
-    return (time.process_time_ns() - start) / 1e6
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
 
 
 def payload() -> dict[str, Any]:
@@ -50,19 +39,19 @@ def main() -> None:
     applied = None
     for i in range(RUNS + 1):
         counted = shifted(base, 2 * i + 1)
-        count_ms = _ms(lambda: call_parsed("context::count-tokens", counted))
-        dumps_ms = _ms(lambda: orjson.dumps(counted["messages"]))
+        count_ms = cpu_ms(lambda: call_parsed("context::count-tokens", counted))
+        dumps_ms = cpu_ms(lambda: orjson.dumps(counted["messages"]))
         request = orjson.dumps(shifted(base, 2 * i))
         answer: list[bytes] = []
-        assemble_ms = _ms(lambda: answer.append(call_bytes("context::assemble", request)))
-        floor_ms = _ms(lambda: orjson.dumps(orjson.loads(request)))
+        assemble_ms = cpu_ms(lambda: answer.append(call_bytes("context::assemble", request)))
+        floor_ms = cpu_ms(lambda: orjson.dumps(orjson.loads(request)))
         applied = orjson.loads(answer[0])["applied"]
         if i:  # the first run warms up
             count_ratio.append(count_ms / dumps_ms)
             assemble_ratio.append(assemble_ms / floor_ms)
     mb = len(orjson.dumps(base["messages"])) / 1e6
     print(f"history: {len(base['messages'])} messages, {mb:.2f} MB; assemble applied: {applied}")
-    c, a = _median(count_ratio), _median(assemble_ratio)
+    c, a = median(count_ratio), median(assemble_ratio)
     print(f"count-tokens / dumps(history): {c:.2f}x (target <= 2x) {'PASS' if c <= 2 else 'MISS'}")
     print(f"assemble / (loads + dumps): {a:.2f}x (target <= 4x) {'PASS' if a <= 4 else 'MISS'}")
 

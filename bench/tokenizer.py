@@ -13,12 +13,12 @@ Times are process CPU time; each ratio is the median of run-by-run ratios.
 from __future__ import annotations
 
 import argparse
-import time
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
 from bench import workloads
+from bench.measure import cpu_ms, median
 from bench.child import _history, shifted
 from bench.inproc import call_bytes, make_config
 from context_manager.core import types as t
@@ -27,17 +27,6 @@ from context_manager.tokenizers.estimator import message_pieces
 
 MODEL = "gpt-4o"
 FUNCTION_ID = "context::assemble"
-
-
-def _ms(fn: Callable[[], Any]) -> float:
-    start = time.process_time_ns()
-    fn()
-    return (time.process_time_ns() - start) / 1e6
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
 
 
 def _on_gpt(payload: dict[str, Any]) -> dict[str, Any]:
@@ -56,10 +45,10 @@ def cold_w2(runs: int) -> dict[str, float]:
         texts = [piece for m in decoded for piece in message_pieces(m)[0] if piece]
         request = orjson.dumps(payload)
         SHARED_CACHE.clear()
-        calls.append(_ms(lambda: call_bytes(FUNCTION_ID, request, config)))
-        batches.append(_ms(lambda: encoding.encode_ordinary_batch(texts)))
-    return {"call_ms": _median(calls), "batch_ms": _median(batches),
-            "ratio": _median([c / b for c, b in zip(calls, batches)])}
+        calls.append(cpu_ms(lambda: call_bytes(FUNCTION_ID, request, config)))
+        batches.append(cpu_ms(lambda: encoding.encode_ordinary_batch(texts)))
+    return {"call_ms": median(calls), "batch_ms": median(batches),
+            "ratio": median([c / b for c, b in zip(calls, batches)])}
 
 
 def warm_w5(calls: int) -> dict[str, float]:
@@ -71,16 +60,16 @@ def warm_w5(calls: int) -> dict[str, float]:
     warm = []
     for k in range(1, calls + 1):
         request = orjson.dumps(_history(base, growth, k))
-        ms = _ms(lambda: call_bytes(FUNCTION_ID, request, config))
+        ms = cpu_ms(lambda: call_bytes(FUNCTION_ID, request, config))
         if k >= first:
             warm.append(ms)
     cold = []
     for k in range(first, calls + 1):
         request = orjson.dumps(shifted(_history(base, growth, k), 2 * 10**9 + k * 10**6))
         SHARED_CACHE.clear()
-        cold.append(_ms(lambda: call_bytes(FUNCTION_ID, request, config)))
-    return {"warm_ms": _median(warm), "cold_ms": _median(cold),
-            "ratio": _median([w / c for w, c in zip(warm, cold)])}
+        cold.append(cpu_ms(lambda: call_bytes(FUNCTION_ID, request, config)))
+    return {"warm_ms": median(warm), "cold_ms": median(cold),
+            "ratio": median([w / c for w, c in zip(warm, cold)])}
 
 
 def main() -> None:
