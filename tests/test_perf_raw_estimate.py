@@ -131,3 +131,10 @@ def test_an_invalid_member_beside_the_messages_fails_with_the_decoder_error() ->
         "invalid type: integer `3`, expected a string")
     both = orjson.loads(orjson.dumps({**request([INVALID[0]]), "model": {"id": 3}}))
     assert answer(both, True) == answer(both, False)
+
+
+def test_the_counted_enums_are_the_decoders_enums():
+    from context_manager.core import raw_estimate
+
+    assert raw_estimate._STOP_REASON_SET == frozenset(t.STOP_REASONS)
+    assert raw_estimate._USAGE_INT_SET == frozenset(t.USAGE_LAYOUT) - {"cost_usd"}

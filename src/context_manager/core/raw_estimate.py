@@ -28,8 +28,9 @@ from context_manager.core.estimate import IMAGE_TOKEN_BUDGET
 _U64_MAX = (1 << 64) - 1
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
-_STOP_REASONS = ("end", "length", "function_call", "aborted", "error")
-_USAGE_INTS = ("input", "output", "cache_read", "cache_write", "reasoning")
+# types.STOP_REASONS and the integer members of usage (types imports this module, not back).
+_STOP_REASON_SET = frozenset(("end", "length", "function_call", "aborted", "error"))
+_USAGE_INT_SET = frozenset(("input", "output", "cache_read", "cache_write", "reasoning"))
 
 DETAILS_NULL = len(b',"details":null')
 IS_ERROR_FALSE = len(b',"is_error":false')
@@ -52,11 +53,6 @@ def floats_match() -> bool:
             if orjson.dumps(value) != format_float(value).encode():
                 return False
     return True
-
-
-_USAGE_NAMES = frozenset((*_USAGE_INTS, "cost_usd"))
-_USAGE_INT_SET = frozenset(_USAGE_INTS)
-_STOP_REASON_SET = frozenset(_STOP_REASONS)
 
 
 def _blocks(blocks: Any, acc: list[int]) -> bool:
