@@ -200,3 +200,37 @@ def test_swap_is_exclusive_across_open_files(tmp_path):
     assert seen.count(None) == 1
     priors = [r for r in seen if r is not None]
     assert len(priors) == len(set(priors)) == 399
+
+
+def test_claim_writes_only_over_a_claim_no_longer_held(tmp_path):
+    store = FsLeaseStore(tmp_path)
+    held = lambda record: record is not None and record.nonce == "holder"  # noqa: E731
+    assert run(store.claim(SCOPE, "k", LeaseRecord("holder", 1), held)) is None
+    assert run(store.claim(SCOPE, "k", LeaseRecord("late", 2), held)) == LeaseRecord("holder", 1)
+    assert run(store.get(SCOPE, "k")) == LeaseRecord("holder", 1)  # the late claim never landed
+
+
+def test_racers_who_lose_never_write_over_the_winners_claim(tmp_path):
+    """Racers that all read the key as free. With the reference get/swap/restore every loser
+    writes its own claim and then the one it displaced back; with three racers or more, one
+    loser can restore another loser's claim, which then outlives the winner's release (spec 03
+    §6.3). Claiming checks and writes in one step: no loser ever writes."""
+
+    class StaleReads(FsLeaseStore):
+        written: list[str] = []
+
+        async def get(self, scope, key):
+            return None  # every racer read the key before anyone wrote it
+
+        def _write(self, scope, key, record):
+            self.written.append(record.nonce)
+            super()._write(scope, key, record)
+
+    store = StaleReads(tmp_path)
+    clock = ManualClock(1_000)
+    winner = run(lease.acquire(store, clock, "k", 300_000))
+    losers = [run(lease.acquire(store, clock, "k", 300_000)) for _ in range(3)]
+    assert winner is not None and losers == [None, None, None]
+    assert store.written == [winner]
+    run(lease.release(FsLeaseStore(tmp_path), "k", winner))
+    assert [p.name for p in (tmp_path / "context_lease").iterdir()] == [".lock"]

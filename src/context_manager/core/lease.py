@@ -62,13 +62,21 @@ async def acquire(store: LeaseStore, clock: Clock, key: str, ttl: int) -> str | 
     if is_active(existing, now, ttl):
         return None
     nonce = new_nonce()
+    claim = getattr(store, "claim", None)
     try:
-        prior = await store.swap(SCOPE, key, LeaseRecord(nonce, now))
+        if claim is not None:
+            prior = await claim(SCOPE, key, LeaseRecord(nonce, now), lambda r: is_active(r, now, ttl))
+        else:
+            prior = await store.swap(SCOPE, key, LeaseRecord(nonce, now))
     except _STORE_ERRORS as exc:
         _LOG.warning("lease store write failed for %s; treating it as busy: %s", key, exc)
         return None
     if is_active(prior, now, ttl):
-        # A racer claimed the key between our read and our write: give its claim back.
+        if claim is not None:
+            return None  # a racer holds it and our claim was never written
+        # A racer claimed the key between our read and our write: give its claim back. With
+        # three racers or more this can write back a loser's claim, which then outlives the
+        # winner's release until its TTL (spec 03 §6.3); stores with ``claim`` never do.
         try:
             await store.set(SCOPE, key, prior)
         except _STORE_ERRORS as exc:

@@ -99,3 +99,8 @@ class LeaseStore(Protocol):
     async def swap(self, scope: str, key: str, record: LeaseRecord) -> LeaseRecord | None:
         """Atomically write ``record`` and return what was stored before it."""
         ...
+
+    # Optional: a store that can also check before it writes, in one atomic step, offers
+    # ``async def claim(scope, key, record, held) -> prior``, which writes ``record`` only when
+    # ``held(prior)`` is false and returns ``prior`` either way. The protocol then never has to
+    # write a racer's claim back (see ``core.lease.acquire``).

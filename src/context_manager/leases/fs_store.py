@@ -6,6 +6,7 @@ Every process sharing a ``lease_dir`` sees the same claims: nothing is cached, a
 replaced by writing a temporary file and renaming it over the old one (readers never see half a
 record), and every write runs under an exclusive ``flock`` on the scope's lock file, so a
 ``swap`` is atomic across processes and an expired claim is taken over by exactly one of them.
+``claim`` also checks before it writes, in the same locked step, so a loser never writes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import fcntl
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import orjson
 
@@ -112,6 +113,15 @@ class FsLeaseStore:
         with self._locked(scope):
             prior = self._read(scope, key)
             self._write(scope, key, record)
+            return prior
+
+    async def claim(self, scope: str, key: str, record: LeaseRecord,
+                    held: Callable[[LeaseRecord | None], bool]) -> LeaseRecord | None:
+        """Write ``record`` unless the stored one is still ``held``; the stored one either way."""
+        with self._locked(scope):
+            prior = self._read(scope, key)
+            if not held(prior):
+                self._write(scope, key, record)
             return prior
 
     # --- file operations -----------------------------------------------------------------
