@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._version import __version__
-from .config.parse import defaults_object
+from context_manager._version import __version__
+from context_manager.config.parse import defaults_object
 
 NAME = "context-manager"
 DESCRIPTION = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ports import Clock, ModelBudget, ModelResolver
+from context_manager.ports import Clock, ModelBudget, ModelResolver
 
 HIT_TTL_MS = 60000
 NEGATIVE_TTL_MS = 5000

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import DecodeError
-from ..core.types import THINKING_LEVELS, FieldSpec, boolean, decode_struct, enum_value, invalid_type, string, u64
-from ..ports import ModelBudget, ResolverError, RouterModel
-from .invoke import Invoke, InvokeError, is_unroutable
+from context_manager.core.errors import DecodeError
+from context_manager.core.types import THINKING_LEVELS, FieldSpec, boolean, decode_struct, enum_value, invalid_type, string, u64
+from context_manager.ports import ModelBudget, ResolverError, RouterModel
+from context_manager.adapters.invoke import Invoke, InvokeError, is_unroutable
 
 BUDGET_FUNCTION = "router::models::budget"
 GET_FUNCTION = "router::models::get"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import DEFAULT_CONFIG
-from .parse import ESTIMATORS, OVERFLOW_FALLBACKS, defaults_object
+from context_manager.config.model import DEFAULT_CONFIG
+from context_manager.config.parse import ESTIMATORS, OVERFLOW_FALLBACKS, defaults_object
 
 TITLE = "WorkerConfig"
 DESCRIPTION = (

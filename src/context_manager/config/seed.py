@@ -18,9 +18,9 @@ from typing import Any, Mapping
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode
 
-from .model import WorkerConfig
-from ..core.types import unexpected
-from .parse import STRING_KEYS, ConfigError, parse_config_items
+from context_manager.config.model import WorkerConfig
+from context_manager.core.types import unexpected
+from context_manager.config.parse import STRING_KEYS, ConfigError, parse_config_items
 
 PREFIX = "yaml parse"
 

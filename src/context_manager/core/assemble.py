@@ -55,19 +55,19 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..config.model import WorkerConfig
-from . import errors
-from .budget import default_reserved, usable_budget
-from .cap import cap_results
-from .drop_oldest import drop_oldest
-from .emergency import emergency_reduce
-from .estimate import Estimator, by_role, estimator_for_model, message_sizes, tools_tokens
-from .media import Capability, normalize_media
-from .prompts import render_system_prompt
-from .prune import PruneParams, prune
-from .resolution import resolve_model
-from .results import Message, resolve_inline_function_ids
-from .types import ModelInput
+from context_manager.config.model import WorkerConfig
+from context_manager.core import errors
+from context_manager.core.budget import default_reserved, usable_budget
+from context_manager.core.cap import cap_results
+from context_manager.core.drop_oldest import drop_oldest
+from context_manager.core.emergency import emergency_reduce
+from context_manager.core.estimate import Estimator, by_role, estimator_for_model, message_sizes, tools_tokens
+from context_manager.core.media import Capability, normalize_media
+from context_manager.core.prompts import render_system_prompt
+from context_manager.core.prune import PruneParams, prune
+from context_manager.core.resolution import resolve_model
+from context_manager.core.results import Message, resolve_inline_function_ids
+from context_manager.core.types import ModelInput
 
 _INLINE_COMPACTION_MODULE = "context_manager.core.inline_compaction"
 U64_MAX = (1 << 64) - 1

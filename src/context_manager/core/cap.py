@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import codec
-from .estimate import Estimator
-from .memo import active as active_memo
-from .memo import remembered
-from .results import (
+from context_manager.core import codec
+from context_manager.core.estimate import Estimator
+from context_manager.core.memo import active as active_memo
+from context_manager.core.memo import remembered
+from context_manager.core.results import (
     Block,
     Message,
     len8,

@@ -11,12 +11,12 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Union
 
-from . import codec
-from .canonical import canonical_block, canonical_message
-from .codec import canonical_free_form
-from .estimate import Estimator
-from .prune import PruneStats  # emergency work is reported with the same three counters
-from .results import (
+from context_manager.core import codec
+from context_manager.core.canonical import canonical_block, canonical_message
+from context_manager.core.codec import canonical_free_form
+from context_manager.core.estimate import Estimator
+from context_manager.core.prune import PruneStats  # emergency work is reported with the same three counters
+from context_manager.core.results import (
     Block,
     Message,
     resolve_inline_function_ids,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Union
 
-from .estimate import Estimator
-from .memo import active as active_memo
-from .memo import remembered
-from .results import (
+from context_manager.core.estimate import Estimator
+from context_manager.core.memo import active as active_memo
+from context_manager.core.memo import remembered
+from context_manager.core.results import (
     Block,
     Message,
     has_inline_result,

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Mapping
 
-from ..ports import ModelBudget, ModelResolver, ResolverError
-from .errors import model_unresolved
+from context_manager.ports import ModelBudget, ModelResolver, ResolverError
+from context_manager.core.errors import model_unresolved
 
 if TYPE_CHECKING:
-    from ..config.model import WorkerConfig
-    from .types import ModelInput
+    from context_manager.config.model import WorkerConfig
+    from context_manager.core.types import ModelInput
 
 Vision = Literal["vision", "text_only", "unknown"]
 Provenance = Literal["inline", "router", "fallback"]

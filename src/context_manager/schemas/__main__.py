@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .goldens import default_golden_dir, write_goldens
+from context_manager.schemas.goldens import default_golden_dir, write_goldens
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import DOCUMENTED_ADDITIONS, function_definitions
+from context_manager.schemas import DOCUMENTED_ADDITIONS, function_definitions
 
 
 def golden_file_name(function_id: str) -> str:
