@@ -19,8 +19,8 @@ import orjson
 
 from context_manager import api
 from context_manager.api import build_context, call_async
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
-from context_manager.core.codec import dumps_wire, loads
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+from context_manager.wire.codec import dumps_wire, loads
 from context_manager.engine import protocol
 from context_manager.handlers.context import HandlerContext
 

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import orjson
 
-from context_manager.config.model import DEFAULT_CONFIG
+from context_manager.core.settings import DEFAULT_CONFIG
 
 from bench import workloads
 from bench.child import instant_summarizer, shifted
@@ -57,7 +57,7 @@ def profile(name: str, runs: int, top: int, sort: str) -> str:
 def phases(name: str, runs: int) -> dict[str, float]:
     """Median milliseconds of each phase of a call, and of the orjson floor pieces."""
     from context_manager.api import build_context, call_async
-    from context_manager.core.codec import dumps_wire, loads
+    from context_manager.wire.codec import dumps_wire, loads
     from context_manager.handlers import registry
 
     workload = SETS[name]()

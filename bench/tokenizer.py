@@ -21,9 +21,9 @@ from bench import workloads
 from bench.measure import cpu_ms, median
 from bench.child import _history, shifted
 from bench.inproc import call_bytes, make_config
-from context_manager.core import types as t
-from context_manager.tokenizers import SHARED_CACHE, tokenizer_for_model
-from context_manager.tokenizers.estimator import message_pieces
+from context_manager.wire import decode as t
+from context_manager.adapters.tokenizers import SHARED_CACHE, tokenizer_for_model
+from context_manager.adapters.tokenizers.estimator import message_pieces
 
 MODEL = "gpt-4o"
 FUNCTION_ID = "context::assemble"

@@ -11,7 +11,7 @@ from context_manager.core.ports_compaction import (
     LeaseStoreError,
     SummarizeRequest,
 )
-from context_manager.core.types import decode_messages
+from context_manager.wire.decode import decode_messages
 
 
 def X(n: int) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core.types import decode_message
+from context_manager.wire.decode import decode_message
 
 
 def user(text: str, ts: int = 1) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.types import decode_message
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.wire.decode import decode_message
 
 PNG = {"type": "image", "mime": "image/png", "data": "AAAA"}
 

@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shorthand import PNG, A, C, M, R, U, sizes
 
-from context_manager.config.model import WorkerConfig
+from context_manager.core.settings import WorkerConfig
 from context_manager.core import assemble as assemble_module
-from context_manager.core import codec
+from context_manager.wire import codec
 from context_manager.core.assemble import CompactionOutcome
-from context_manager.core.errors import DecodeError, HandlerError
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.media import TEXT_ONLY_MARKER
+from context_manager.wire.errors import DecodeError, HandlerError
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.passes.media import TEXT_ONLY_MARKER
 from context_manager.handlers.assemble import handle
 from context_manager.handlers.context import HandlerContext
 from context_manager.ports import ModelBudget, RouterModel

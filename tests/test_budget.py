@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.budget import (
     U64_MAX,
     default_reserved,

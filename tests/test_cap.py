@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shorthand import PNG, C, M, R, U, sizes
 
-from context_manager.core.cap import cap_results, capped_text, choose_marker, full_marker
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.results import len8, text_of
+from context_manager.core.passes.cap import cap_results, capped_text, choose_marker, full_marker
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.wire.messages import len8, text_of
 
 E = HEURISTIC
 
@@ -184,7 +184,7 @@ def test_example_11_14_details_on_a_capped_result(row, kept, before, after):
 
 
 def test_example_11_14_details_byte_sizes_decide():
-    from context_manager.core import codec
+    from context_manager.wire import codec
 
     assert len(codec.dumps(ROWS_11_14[0][2])) == 10011
     assert len(codec.dumps(M({"role": "function_result", "function_call_id": "c",

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from context_manager.core.codec import canonical_free_form, dumps, dumps_wire, format_float, loads, utf8_len
-from context_manager.core.errors import DecodeError
+from context_manager.wire.codec import canonical_free_form, dumps, dumps_wire, format_float, loads, utf8_len
+from context_manager.wire.errors import DecodeError
 
 
 @pytest.mark.parametrize(

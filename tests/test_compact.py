@@ -18,13 +18,13 @@ from compaction_support import (
     decoded,
     history,
 )
-from context_manager.config.model import DEFAULT_CONFIG
-from context_manager.core import lease
-from context_manager.core.codec import dumps_wire
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.prompts import build_system_prompt
-from context_manager.core.summarize import request_tokens
-from context_manager.core.errors import DecodeError, HandlerError
+from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.core.compaction import lease
+from context_manager.wire.codec import dumps_wire
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.compaction.prompts import build_system_prompt
+from context_manager.core.compaction.summarize import request_tokens
+from context_manager.wire.errors import DecodeError, HandlerError
 from context_manager.core.ports_compaction import (
     LeaseRecord,
     SummarizerEmpty,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import (
     ConfigError,
     config_to_json,
@@ -13,7 +13,7 @@ from context_manager.config.parse import (
     parse_config_value,
 )
 from context_manager.config.schema import config_schema
-from context_manager.core.codec import loads
+from context_manager.wire.codec import loads
 
 U64_MAX = (1 << 64) - 1
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import ConfigError
 from context_manager.config.seed import expand_env, load_seed, load_seed_file, parse_seed_text, read_seed_file
 

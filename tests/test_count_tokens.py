@@ -1,7 +1,7 @@
 """context::count-tokens (spec 01 §6, W17, W18, W22)."""
 
 from context_manager import call
-from context_manager.core.codec import dumps_wire
+from context_manager.wire.codec import dumps_wire
 
 W16_TOOL = {"name": "agent_trigger", "description": "Call one permitted iii function.",
             "parameters": {"type": "object", "properties": {"function": {"type": "string"}}}}

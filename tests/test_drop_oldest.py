@@ -3,7 +3,7 @@
 import pytest
 
 from context_manager import CallError, call
-from context_manager.core.drop_oldest import drop_oldest, units
+from context_manager.core.passes.drop_oldest import drop_oldest, units
 from helpers import assistant, result, user
 
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from engine_harness import CallFailed, TestEngine
 
-from context_manager.core.errors import HandlerError
+from context_manager.wire.errors import HandlerError
 from context_manager.engine.client import (
     Backoff,
     EngineClient,

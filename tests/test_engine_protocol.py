@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from context_manager.core.codec import Fragment
+from context_manager.wire.codec import Fragment
 from context_manager.engine import protocol
 
 

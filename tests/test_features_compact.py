@@ -9,12 +9,12 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from compaction_support import A, FakeSummarizer, MemoryLeaseStore, U, X, history
-from context_manager.config.model import DEFAULT_CONFIG
-from context_manager.core import lease
-from context_manager.core.codec import dumps_wire
-from context_manager.core.errors import ContextManagerError
+from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.core.compaction import lease
+from context_manager.wire.codec import dumps_wire
+from context_manager.wire.errors import ContextManagerError
 from context_manager.core.ports_compaction import LeaseRecord, SummarizerFailed, SummarizerUnavailable
-from context_manager.core.types import decode_messages
+from context_manager.wire.decode import decode_messages
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers import compact as compact_handler
 from context_manager.handlers.context import HandlerContext

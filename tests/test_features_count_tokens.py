@@ -4,7 +4,7 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from context_manager import CallError, call
-from context_manager.core.codec import dumps_wire
+from context_manager.wire.codec import dumps_wire
 
 scenarios("count_tokens.feature")
 

@@ -11,8 +11,8 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from compaction_support import AC, FR, A, FakeSummarizer, MemoryLeaseStore, U, X, history
-from context_manager.config.model import DEFAULT_CONFIG
-from context_manager.core.codec import dumps_wire
+from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.wire.codec import dumps_wire
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers import compact as compact_handler
 from context_manager.handlers.context import HandlerContext

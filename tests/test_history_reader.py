@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from context_manager.core.codec import loads
-from context_manager.core.errors import DecodeError
-from context_manager.core.history_reader import HistoryReader, array_start
+from context_manager.wire.codec import loads
+from context_manager.wire.errors import DecodeError
+from context_manager.engine.history_reader import HistoryReader, array_start
 
 PATH = ("data", "messages")
 

@@ -20,16 +20,16 @@ from compaction_support import (
     decoded,
     history,
 )
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
-from context_manager.core import lease
-from context_manager.core.errors import HandlerError
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.inline_compaction import InlineCompaction, try_compact
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.compaction import lease
+from context_manager.wire.errors import HandlerError
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.compaction.inline import InlineCompaction, try_compact
 from context_manager.core.ports_compaction import LeaseRecord, SummarizerFailed
-from context_manager.core.types import ModelInput, ModelLimits, decode_messages
+from context_manager.wire.decode import ModelInput, ModelLimits, decode_messages
 from context_manager.handlers.assemble import handle
 from context_manager.handlers.context import HandlerContext
-from context_manager.leases.fs_store import FsLeaseStore
+from context_manager.adapters.fs_lease_store import FsLeaseStore
 from context_manager.ports import ManualClock
 
 SMALL = {"id": "small", "limits": {"context_window": 5000, "max_output_tokens": 500}}

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from context_manager.adapters.model_cache import CachingModelResolver
-from context_manager.core.errors import DecodeError
+from context_manager.wire.errors import DecodeError
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.internal import (
     handle_on_config_change,

@@ -10,8 +10,8 @@ import re
 import pytest
 
 from compaction_support import A, MemoryLeaseStore, U, X, decoded
-from context_manager.core import lease
-from context_manager.core.codec import dumps
+from context_manager.core.compaction import lease
+from context_manager.wire.codec import dumps
 from context_manager.core.ports_compaction import LeaseRecord
 from context_manager.ports import ManualClock
 
@@ -41,7 +41,7 @@ def test_example_14_default_keys():
 
 
 def test_default_key_ignores_the_callers_json_layout():
-    from context_manager.core.types import decode_message
+    from context_manager.wire.decode import decode_message
 
     a = decode_message({"timestamp": 1, "content": [{"text": "hi", "type": "text"}], "role": "user",
                         "extra": True})

@@ -18,11 +18,11 @@ WORKER = r"""
 import asyncio, json, os, sys, time
 from dataclasses import replace
 
-from context_manager.config.model import DEFAULT_CONFIG
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.core.ports_compaction import SummarizeRequest
 from context_manager.handlers.compact import handle
 from context_manager.handlers.context import HandlerContext
-from context_manager.leases.fs_store import FsLeaseStore
+from context_manager.adapters.fs_lease_store import FsLeaseStore
 from context_manager.ports import SystemClock
 
 lease_dir, calls_file, start_at, delay, ttl = sys.argv[1:6]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shorthand import PNG, A, C, M, U, sizes
 
-from context_manager.core.media import (
+from context_manager.core.passes.media import (
     TEXT_ONLY_MARKER,
     TOOL_IMAGE_MARKER,
     USER_IMAGE_MARKER,

@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from context_manager import api
-from context_manager.core import types as t
-from context_manager.core.codec import dumps, dumps_wire
-from context_manager.core.errors import DecodeError
+from context_manager.wire import decode as t
+from context_manager.wire.codec import dumps, dumps_wire
+from context_manager.wire.errors import DecodeError
 from context_manager.core.memo import MessageMemo, remembered, using
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS

@@ -7,11 +7,11 @@ from typing import Any
 import orjson
 import pytest
 
-from context_manager.core import types as t
-from context_manager.core.codec import dumps_wire
-from context_manager.core.errors import DecodeError
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.raw_estimate import (
+from context_manager.wire import decode as t
+from context_manager.wire.codec import dumps_wire
+from context_manager.wire.errors import DecodeError
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.counting.raw_estimate import (
     ARGUMENTS_NULL,
     DETAILS_NULL,
     IS_ERROR_FALSE,
@@ -134,7 +134,7 @@ def test_an_invalid_member_beside_the_messages_fails_with_the_decoder_error() ->
 
 
 def test_the_counted_enums_are_the_decoders_enums():
-    from context_manager.core import raw_estimate
+    from context_manager.core.counting import raw_estimate
 
     assert raw_estimate._STOP_REASON_SET == frozenset(t.STOP_REASONS)
     assert raw_estimate._USAGE_INT_SET == frozenset(t.USAGE_LAYOUT) - {"cost_usd"}

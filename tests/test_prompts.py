@@ -7,10 +7,10 @@ import copy
 import pytest
 
 from compaction_support import U, decoded
-from context_manager.core import prompts as p
-from context_manager.core.summarize import request_tokens
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.types import decode_message
+from context_manager.core.compaction import prompts as p
+from context_manager.core.compaction.summarize import request_tokens
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.wire.decode import decode_message
 
 
 def size(text: str) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from shorthand import PNG, C, M, U
 
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.results import (
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.wire.messages import (
     image_count,
     is_real_user_turn,
     len8,

@@ -14,7 +14,7 @@ from context_manager.adapters.router_models import (
     RouterModelResolver,
     decode_router_model,
 )
-from context_manager.core.errors import DecodeError
+from context_manager.wire.errors import DecodeError
 from context_manager.ports import ModelBudget, ResolverError, RouterModel
 
 RECORD = {

@@ -8,17 +8,17 @@ from dataclasses import replace
 import pytest
 
 from compaction_support import A, FakeSummarizer, U, X, decoded
-from context_manager.config.model import DEFAULT_CONFIG
-from context_manager.core import prompts as p
-from context_manager.core.estimate import HEURISTIC
-from context_manager.core.types import ModelInput
+from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.core.compaction import prompts as p
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.wire.decode import ModelInput
 from context_manager.core.ports_compaction import (
     SummarizeError,
     SummarizerEmpty,
     SummarizerFailed,
     SummarizerUnavailable,
 )
-from context_manager.core.summarize import (
+from context_manager.core.compaction.summarize import (
     MAX_CHUNKS,
     fitting_prefix,
     pipeline_deadline_ms,

@@ -8,10 +8,10 @@ import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
-from context_manager.config.model import WorkerConfig
-from context_manager.core.estimate import HEURISTIC, estimator_for_model
-from context_manager.tokenizers import encodings, forget_estimators, tokenizer_for_encoding
-from context_manager.tokenizers.encodings import SPECS, EncodingUnavailable, read_ranks
+from context_manager.core.settings import WorkerConfig
+from context_manager.core.counting.estimate import HEURISTIC, estimator_for_model
+from context_manager.adapters.tokenizers import encodings, forget_estimators, tokenizer_for_encoding
+from context_manager.adapters.tokenizers.encodings import SPECS, EncodingUnavailable, read_ranks
 
 AUTO = WorkerConfig(estimator="auto")
 
@@ -151,10 +151,10 @@ def test_unusable_file_falls_back_to_the_heuristic_with_one_log_line(
 ):
     data_dir = damaged_copies(tmp_path)[damage]
     monkeypatch.setattr(encodings, "default_data_dir", lambda: data_dir)
-    with caplog.at_level(logging.WARNING, logger="context_manager.tokenizers"):
+    with caplog.at_level(logging.WARNING, logger="context_manager.adapters.tokenizers"):
         assert estimator_for_model("gpt-4o", AUTO) is HEURISTIC
         assert estimator_for_model("gpt-4o-mini", AUTO) is HEURISTIC
-    records = [r for r in caplog.records if r.name == "context_manager.tokenizers"]
+    records = [r for r in caplog.records if r.name == "context_manager.adapters.tokenizers"]
     assert len(records) == 1
     message = records[0].getMessage()
     assert message.startswith("tokenizer o200k_base unavailable: ")

@@ -3,9 +3,9 @@
 import pytest
 
 from context_manager import call
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
-from context_manager.core.estimate import HEURISTIC, estimator_for_model
-from context_manager.tokenizers import encoding_name_for_model
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.counting.estimate import HEURISTIC, estimator_for_model
+from context_manager.adapters.tokenizers import encoding_name_for_model
 
 AUTO = WorkerConfig(estimator="auto")
 

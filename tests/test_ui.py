@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from context_manager import CallError, call
-from context_manager.config.model import DEFAULT_CONFIG
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.ui.content import (
     ASSETS,
     MAX_ASSET_BYTES,

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from engine_harness import TestEngine
 
-from context_manager.config.model import DEFAULT_CONFIG
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.config.parse import defaults_object
 from context_manager.config.schema import config_schema
 from context_manager.engine.client import Backoff, EngineClient, worker_metadata

@@ -22,7 +22,7 @@ import anyio
 from bench.replay.fake_summarizer import RecordingSummarizer
 from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.config.parse import parse_config_value
-from context_manager.core.errors import OVERFLOW, HandlerError
+from context_manager.wire.errors import OVERFLOW, HandlerError
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
 

@@ -2,6 +2,6 @@
 
 from context_manager._version import __version__
 from context_manager.api import UnknownFunction, call
-from context_manager.core.errors import CallError
+from context_manager.wire.errors import CallError
 
 __all__ = ["CallError", "UnknownFunction", "__version__", "call"]

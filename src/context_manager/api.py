@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from context_manager.adapters.callable_summarizer import SyncSummarizer
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
-from context_manager.core.errors import INVOCATION_FAILED, CallError, ContextManagerError
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+from context_manager.wire.errors import INVOCATION_FAILED, CallError, ContextManagerError
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
 
@@ -40,7 +40,7 @@ def build_context(config: WorkerConfig, summarizer: SyncSummarizer | None) -> Ha
         ctx.summarizer = CallableSummarizer(summarizer)
     if ctx.summarizer is not None:
         from context_manager.config.paths import resolve_lease_dir
-        from context_manager.leases.fs_store import FsLeaseStore
+        from context_manager.adapters.fs_lease_store import FsLeaseStore
 
         # No directory is created until a lease is actually taken.
         ctx.lease_store = FsLeaseStore(resolve_lease_dir(config.lease_dir), create=False)

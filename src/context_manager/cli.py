@@ -54,9 +54,9 @@ def run_call(argv: Sequence[str]) -> int:
         return 2 if exc.code else 0
 
     from context_manager.api import UnknownFunction, build_context, run_handler
-    from context_manager.config.model import DEFAULT_CONFIG
-    from context_manager.core.codec import dumps_wire, loads
-    from context_manager.core.errors import CallError, ContextManagerError
+    from context_manager.core.settings import DEFAULT_CONFIG
+    from context_manager.wire.codec import dumps_wire, loads
+    from context_manager.wire.errors import CallError, ContextManagerError
     from context_manager.handlers.registry import FUNCTIONS
 
     if args.function_id not in FUNCTIONS:

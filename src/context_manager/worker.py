@@ -22,13 +22,13 @@ from context_manager._version import __version__
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import config_to_json, defaults_object, parse_config_value
 from context_manager.config.paths import resolve_lease_dir
 from context_manager.config.schema import config_schema
 from context_manager.config.seed import load_seed
-from context_manager.core.errors import ContextManagerError
-from context_manager.core.history_reader import HistoryReader
+from context_manager.wire.errors import ContextManagerError
+from context_manager.engine.history_reader import HistoryReader
 from context_manager.engine.client import (
     EngineClient,
     RegistrationRejected,
@@ -38,7 +38,7 @@ from context_manager.engine.client import (
 )
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
-from context_manager.leases.fs_store import FsLeaseStore, LeaseDirError
+from context_manager.adapters.fs_lease_store import FsLeaseStore, LeaseDirError
 from context_manager.ports import SystemClock
 from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
 

@@ -400,8 +400,8 @@ def problem(case: Case, outcome: Outcome) -> str | None:
 def run_in_process(case: Case) -> Outcome:
     """The library entry: bytes are parsed as the command line and the engine client do."""
     from context_manager import CallError, call
-    from context_manager.core.codec import loads
-    from context_manager.core.errors import ContextManagerError
+    from context_manager.wire.codec import loads
+    from context_manager.wire.errors import ContextManagerError
 
     try:
         payload = case.value() if case.value is not None else loads(case.raw() or b"")

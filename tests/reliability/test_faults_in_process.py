@@ -13,7 +13,7 @@ import pytest
 
 from context_manager import call
 from context_manager.core.ports_compaction import LeaseRecord, SummarizerFailed
-from context_manager.core.lease import SCOPE
+from context_manager.core.compaction.lease import SCOPE
 
 from .faults import assemble_request, lease_records
 from .support import (
@@ -145,8 +145,8 @@ def test_a_full_disk_lease_store_skips_compaction() -> None:
 
 def test_a_stale_lease_blocks_only_until_its_ttl() -> None:
     """A lease left by a crashed holder is honoured while young and taken over once expired."""
-    from context_manager.core.lease import default_lease_key
-    from context_manager.core.types import decode_messages
+    from context_manager.core.compaction.lease import default_lease_key
+    from context_manager.wire.decode import decode_messages
 
     request = assemble_request()
     key = default_lease_key(decode_messages(request["messages"]))

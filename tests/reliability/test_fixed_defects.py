@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from context_manager import CallError, call
-from context_manager.core.codec import dumps_wire, loads
+from context_manager.wire.codec import dumps_wire, loads
 
 INLINE = {"id": "m", "limits": {"context_window": 4000, "max_output_tokens": 400}}
 PUBLIC = ("context::count-tokens", "context::prune", "context::assemble", "context::compact")

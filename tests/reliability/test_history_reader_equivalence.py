@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_manager.config.parse import parse_config_value
-from context_manager.core.codec import dumps_wire, loads
-from context_manager.core.errors import CallError, DecodeError
-from context_manager.core.history_reader import HistoryReader
+from context_manager.wire.codec import dumps_wire, loads
+from context_manager.wire.errors import CallError, DecodeError
+from context_manager.engine.history_reader import HistoryReader
 from context_manager.core.memo import MessageMemo
 from context_manager.handlers.context import HandlerContext
 

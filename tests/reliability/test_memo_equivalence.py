@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_manager.config.parse import parse_config_value
-from context_manager.core.codec import dumps_wire
-from context_manager.core.errors import CallError
+from context_manager.wire.codec import dumps_wire
+from context_manager.wire.errors import CallError
 from context_manager.core.memo import MessageMemo
 from context_manager.handlers.context import HandlerContext
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from context_manager.core.codec import Fragment, dumps, loads
-from context_manager.core.errors import CallError
-from context_manager.core.prune import placeholder
-from context_manager.core.types import decode_messages
+from context_manager.wire.codec import Fragment, dumps, loads
+from context_manager.wire.errors import CallError
+from context_manager.core.passes.prune import placeholder
+from context_manager.wire.decode import decode_messages
 
 from .strategies import (
     RELIABILITY,

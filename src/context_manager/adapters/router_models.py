@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core.errors import DecodeError
-from context_manager.core.types import THINKING_LEVELS, FieldSpec, boolean, decode_struct, enum_value, invalid_type, string, u64
+from context_manager.wire.errors import DecodeError
+from context_manager.wire.decode import THINKING_LEVELS, FieldSpec, boolean, decode_struct, enum_value, invalid_type, string, u64
 from context_manager.ports import ModelBudget, ResolverError, RouterModel
 from context_manager.adapters.invoke import Invoke, InvokeError, is_unroutable
 

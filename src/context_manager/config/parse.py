@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable, Iterable
 
-from context_manager.core import types as t
-from context_manager.core.errors import DecodeError
-from context_manager.config.model import DEFAULT_CONFIG, WorkerConfig
+from context_manager.wire import decode as t
+from context_manager.wire.errors import DecodeError
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 
 
 OVERFLOW_FALLBACKS = ("error", "drop_oldest")

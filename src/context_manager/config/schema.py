@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.config.model import DEFAULT_CONFIG
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.config.parse import ESTIMATORS, OVERFLOW_FALLBACKS, defaults_object
 
 TITLE = "WorkerConfig"

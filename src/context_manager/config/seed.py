@@ -18,8 +18,8 @@ from typing import Any, Mapping
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode
 
-from context_manager.config.model import WorkerConfig
-from context_manager.core.types import unexpected
+from context_manager.core.settings import WorkerConfig
+from context_manager.wire.decode import unexpected
 from context_manager.config.parse import STRING_KEYS, ConfigError, parse_config_items
 
 PREFIX = "yaml parse"

@@ -55,21 +55,21 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from context_manager.config.model import WorkerConfig
-from context_manager.core import errors
+from context_manager.core.settings import WorkerConfig
+from context_manager.wire import errors
 from context_manager.core.budget import default_reserved, usable_budget
-from context_manager.core.cap import cap_results
-from context_manager.core.drop_oldest import drop_oldest
-from context_manager.core.emergency import emergency_reduce
-from context_manager.core.estimate import Estimator, by_role, estimator_for_model, message_sizes, tools_tokens
-from context_manager.core.media import Capability, normalize_media
-from context_manager.core.prompts import render_system_prompt
-from context_manager.core.prune import PruneParams, prune
+from context_manager.core.passes.cap import cap_results
+from context_manager.core.passes.drop_oldest import drop_oldest
+from context_manager.core.passes.emergency import emergency_reduce
+from context_manager.core.counting.estimate import Estimator, by_role, estimator_for_model, message_sizes, tools_tokens
+from context_manager.core.passes.media import Capability, normalize_media
+from context_manager.core.compaction.prompts import render_system_prompt
+from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.resolution import resolve_model
-from context_manager.core.results import Message, resolve_inline_function_ids
-from context_manager.core.types import ModelInput
+from context_manager.wire.messages import Message, resolve_inline_function_ids
+from context_manager.wire.decode import ModelInput
 
-_INLINE_COMPACTION_MODULE = "context_manager.core.inline_compaction"
+_INLINE_COMPACTION_MODULE = "context_manager.core.compaction.inline"
 U64_MAX = (1 << 64) - 1
 
 

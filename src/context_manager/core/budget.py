@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from context_manager.config.model import WorkerConfig
+    from context_manager.core.settings import WorkerConfig
     from context_manager.core.resolution import ResolvedModel
 
 U64_MAX = (1 << 64) - 1

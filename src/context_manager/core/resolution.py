@@ -12,11 +12,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Mapping
 
 from context_manager.ports import ModelBudget, ModelResolver, ResolverError
-from context_manager.core.errors import model_unresolved
+from context_manager.wire.errors import model_unresolved
 
 if TYPE_CHECKING:
-    from context_manager.config.model import WorkerConfig
-    from context_manager.core.types import ModelInput
+    from context_manager.core.settings import WorkerConfig
+    from context_manager.wire.decode import ModelInput
 
 Vision = Literal["vision", "text_only", "unknown"]
 Provenance = Literal["inline", "router", "fallback"]

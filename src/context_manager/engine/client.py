@@ -23,7 +23,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from context_manager.adapters.invoke import Invoke, InvokeError
-from context_manager.core.errors import ContextManagerError
+from context_manager.wire.errors import ContextManagerError
 from context_manager.engine import protocol
 
 Handler = Callable[[Any], Awaitable[Any]]

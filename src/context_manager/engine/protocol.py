@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from context_manager.core import codec
-from context_manager.core.errors import DecodeError
+from context_manager.wire import codec
+from context_manager.wire.errors import DecodeError
 
 # Frame types the worker sends.
 REGISTER_FUNCTION = "registerfunction"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core import types as t
+from context_manager.wire import decode as t
 from context_manager.core.assemble import AssembleOptions, AssembleRequest, assemble
-from context_manager.core.errors import invalid_request
+from context_manager.wire.errors import invalid_request
 from context_manager.core.memo import using
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.prune import function_ids

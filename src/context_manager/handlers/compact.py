@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core import types as t
-from context_manager.core.compact import CompactOptions, compact
-from context_manager.core.errors import invalid_request
+from context_manager.wire import decode as t
+from context_manager.core.compaction.compact import CompactOptions, compact
+from context_manager.wire.errors import invalid_request
 from context_manager.handlers.context import HandlerContext
 
 FUNCTION_ID = "context::compact"

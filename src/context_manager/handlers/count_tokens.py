@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core import types as t
-from context_manager.core.errors import DecodeError, invalid_request
-from context_manager.core.estimate import (
+from context_manager.wire import decode as t
+from context_manager.wire.errors import DecodeError, invalid_request
+from context_manager.core.counting.estimate import (
     HEURISTIC,
     by_role,
     empty_by_role,
@@ -15,7 +15,7 @@ from context_manager.core.estimate import (
     tools_tokens,
 )
 from context_manager.core.memo import using
-from context_manager.core.raw_estimate import floats_match, heuristic_tokens
+from context_manager.core.counting.raw_estimate import floats_match, heuristic_tokens
 from context_manager.handlers.context import HandlerContext
 
 FUNCTION_ID = "context::count-tokens"

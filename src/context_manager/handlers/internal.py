@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from context_manager.core import types as t
+from context_manager.wire import decode as t
 from context_manager.handlers.context import HandlerContext
 from context_manager.ui.content import ui_content
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core import types as t
-from context_manager.core.errors import invalid_request
-from context_manager.core.estimate import estimator_for_model
-from context_manager.core.prune import PruneParams, prune
+from context_manager.wire import decode as t
+from context_manager.wire.errors import invalid_request
+from context_manager.core.counting.estimate import estimator_for_model
+from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.memo import using
 from context_manager.handlers.context import HandlerContext
 

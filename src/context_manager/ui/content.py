@@ -10,7 +10,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import NamedTuple
 
-from context_manager.core.errors import HandlerError
+from context_manager.wire.errors import HandlerError
 
 WORKER_NAME = "context-manager"
 CONTENT_FUNCTION_ID = "context-manager::ui-content"

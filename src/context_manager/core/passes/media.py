@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from context_manager.core.results import Block, Message, is_real_user_turn, text_block, with_content
+from context_manager.wire.messages import Block, Message, is_real_user_turn, text_block, with_content
 
 Capability = Literal["vision", "text_only", "unknown"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from context_manager.core import codec
-from context_manager.core.estimate import Estimator
+from context_manager.wire import codec
+from context_manager.core.counting.estimate import Estimator
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import remembered
-from context_manager.core.results import (
+from context_manager.wire.messages import (
     Block,
     Message,
     len8,

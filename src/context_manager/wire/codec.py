@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from context_manager.core.errors import DecodeError
+from context_manager.wire.errors import DecodeError
 
 Fragment = orjson.Fragment
 

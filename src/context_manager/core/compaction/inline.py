@@ -12,13 +12,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from context_manager.config.model import WorkerConfig
-from context_manager.core import lease
+from context_manager.core.settings import WorkerConfig
+from context_manager.core.compaction import lease
 from context_manager.core.budget import preserve_recent
 from context_manager.core.ports_compaction import LeaseStore, SummarizeError, Summarizer
-from context_manager.core.selection import select
-from context_manager.core.summarize import summarize_head
-from context_manager.core.types import ModelInput
+from context_manager.core.compaction.selection import select
+from context_manager.core.compaction.summarize import summarize_head
+from context_manager.wire.decode import ModelInput
 from context_manager.ports import Clock
 
 

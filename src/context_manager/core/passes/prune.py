@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Union
 
-from context_manager.core.estimate import Estimator
+from context_manager.core.counting.estimate import Estimator
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import remembered
-from context_manager.core.results import (
+from context_manager.wire.messages import (
     Block,
     Message,
     has_inline_result,

@@ -11,8 +11,8 @@ from typing import Any, Iterable, Protocol
 
 import orjson
 
-from context_manager.config.model import WorkerConfig
-from context_manager.core.codec import utf8_len
+from context_manager.core.settings import WorkerConfig
+from context_manager.wire.codec import utf8_len
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import as_is_sizes
 from context_manager.core.memo import remembered
@@ -95,7 +95,7 @@ def estimator_for_model(model_id: str, config: WorkerConfig | None = None) -> Es
     """
     if config is None or config.estimator != "auto":
         return HEURISTIC
-    from context_manager.tokenizers import tokenizer_for_model  # loads tiktoken only when asked
+    from context_manager.adapters.tokenizers import tokenizer_for_model  # loads tiktoken only when asked
 
     tokenizer = tokenizer_for_model(model_id)
     return HEURISTIC if tokenizer is None else tokenizer

@@ -12,9 +12,9 @@ import asyncio
 import logging
 from typing import Any, Sequence
 
-from context_manager.config.model import WorkerConfig
-from context_manager.core.estimate import Estimator, estimator_for_model
-from context_manager.core.types import ModelInput
+from context_manager.core.settings import WorkerConfig
+from context_manager.core.counting.estimate import Estimator, estimator_for_model
+from context_manager.wire.decode import ModelInput
 from context_manager.core.ports_compaction import (
     SummarizeError,
     Summarizer,
@@ -22,7 +22,7 @@ from context_manager.core.ports_compaction import (
     SummarizerEmpty,
     SummarizerFailed,
 )
-from context_manager.core.prompts import (
+from context_manager.core.compaction.prompts import (
     FRAGMENT_NOTE,
     build_system_prompt,
     render_user_prompt,

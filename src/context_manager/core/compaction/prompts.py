@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from context_manager.core.codec import canonical_free_form, dumps
+from context_manager.wire.codec import canonical_free_form, dumps
 
 # Unicode White_Space, the set the original trims with (03 §0.3). Python's str.strip() would
 # also remove U+001C..U+001F, so trimming always names this set explicitly.

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from context_manager.core.codec import format_float
-from context_manager.core.estimate import IMAGE_TOKEN_BUDGET
+from context_manager.wire.codec import format_float
+from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET
 
 _U64_MAX = (1 << 64) - 1
 _I64_MIN = -(1 << 63)

@@ -40,8 +40,8 @@ from typing import Any
 
 import orjson
 
-from context_manager.core.codec import loads
-from context_manager.core.errors import DecodeError
+from context_manager.wire.codec import loads
+from context_manager.wire.errors import DecodeError
 
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 # A larger history is parsed in full every time: keeping it would crowd out every other.

@@ -11,10 +11,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from context_manager.config.model import WorkerConfig
-from context_manager.core import lease
+from context_manager.core.settings import WorkerConfig
+from context_manager.core.compaction import lease
 from context_manager.core.budget import default_reserved, preserve_recent, usable_budget
-from context_manager.core.estimate import Estimator, estimator_for_model
+from context_manager.core.counting.estimate import Estimator, estimator_for_model
 from context_manager.core.ports_compaction import (
     LeaseStore,
     SummarizeError,
@@ -22,9 +22,9 @@ from context_manager.core.ports_compaction import (
     SummarizerUnavailable,
 )
 from context_manager.core.resolution import resolve_model
-from context_manager.core.selection import select
-from context_manager.core.summarize import summarize_head
-from context_manager.core.types import ModelInput
+from context_manager.core.compaction.selection import select
+from context_manager.core.compaction.summarize import summarize_head
+from context_manager.wire.decode import ModelInput
 from context_manager.ports import Clock, ModelResolver
 
 BUSY = {"status": "busy"}

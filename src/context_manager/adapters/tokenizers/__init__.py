@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from context_manager.tokenizers.cache import TokenCountCache
-from context_manager.tokenizers.encodings import encoding_name_for_model, load_encoding
-from context_manager.tokenizers.estimator import FRAMING_TOKENS_PER_MESSAGE, TokenizerEstimator
+from context_manager.adapters.tokenizers.cache import TokenCountCache
+from context_manager.adapters.tokenizers.encodings import encoding_name_for_model, load_encoding
+from context_manager.adapters.tokenizers.estimator import FRAMING_TOKENS_PER_MESSAGE, TokenizerEstimator
 
 __all__ = [
     "FRAMING_TOKENS_PER_MESSAGE",

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from context_manager.core.codec import Fragment, canonical_free_form, float_fragment
-from context_manager.core.errors import DecodeError
+from context_manager.wire.codec import Fragment, canonical_free_form, float_fragment
+from context_manager.wire.errors import DecodeError
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import as_is_sizes
-from context_manager.core.raw_estimate import floats_match, heuristic_tokens
+from context_manager.core.counting.raw_estimate import floats_match, heuristic_tokens
 
 ROLES = ("user", "assistant", "function_result", "custom")
 STOP_REASONS = ("end", "length", "function_call", "aborted", "error")

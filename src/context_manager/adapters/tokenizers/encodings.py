@@ -21,7 +21,7 @@ from pathlib import Path
 
 import tiktoken
 
-log = logging.getLogger("context_manager.tokenizers")
+log = logging.getLogger("context_manager.adapters.tokenizers")
 
 _ENDOFTEXT = "<|endoftext|>"
 _FIM_PREFIX = "<|fim_prefix|>"
@@ -114,7 +114,7 @@ class EncodingUnavailable(Exception):
 
 
 def default_data_dir() -> Path:
-    return Path(str(resources.files("context_manager.tokenizers") / "data"))
+    return Path(str(resources.files("context_manager.adapters.tokenizers") / "data"))
 
 
 def read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:

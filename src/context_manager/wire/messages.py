@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core.estimate import IMAGE_TOKEN_BUDGET, Estimator
+from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET, Estimator
 
 Message = dict[str, Any]
 Block = dict[str, Any]
