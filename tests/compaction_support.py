@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from context_manager.core.ports_compaction import (
+from context_manager.ports import (
     LeaseRecord,
     LeaseStoreError,
     SummarizeRequest,

@@ -25,7 +25,7 @@ from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.compaction.prompts import build_system_prompt
 from context_manager.core.compaction.summarize import request_tokens
 from context_manager.wire.errors import DecodeError, HandlerError
-from context_manager.core.ports_compaction import (
+from context_manager.ports import (
     LeaseRecord,
     SummarizerEmpty,
     SummarizerFailed,

@@ -13,7 +13,7 @@ from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.core.compaction import lease
 from context_manager.wire.codec import dumps_wire
 from context_manager.wire.errors import ContextManagerError
-from context_manager.core.ports_compaction import LeaseRecord, SummarizerFailed, SummarizerUnavailable
+from context_manager.ports import LeaseRecord, SummarizerFailed, SummarizerUnavailable
 from context_manager.wire.decode import decode_messages
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers import compact as compact_handler

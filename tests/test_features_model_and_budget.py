@@ -13,7 +13,7 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from context_manager import CallError
-from context_manager.adapters.invoke import InvokeError
+from context_manager.ports import InvokeError
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.api import call_async

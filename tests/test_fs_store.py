@@ -7,7 +7,7 @@ import pytest
 
 from context_manager.config.paths import resolve_lease_dir
 from context_manager.core.compaction import lease
-from context_manager.core.ports_compaction import LeaseRecord, LeaseStoreError
+from context_manager.ports import LeaseRecord, LeaseStoreError
 from context_manager.adapters.fs_lease_store import (
     FsLeaseStore,
     LeaseDirError,

@@ -25,7 +25,7 @@ from context_manager.core.compaction import lease
 from context_manager.wire.errors import HandlerError
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.compaction.inline import InlineCompaction, try_compact
-from context_manager.core.ports_compaction import LeaseRecord, SummarizerFailed
+from context_manager.ports import LeaseRecord, SummarizerFailed
 from context_manager.wire.decode import ModelInput, ModelLimits, decode_messages
 from context_manager.handlers.assemble import handle
 from context_manager.handlers.context import HandlerContext

@@ -12,7 +12,7 @@ import pytest
 from compaction_support import A, MemoryLeaseStore, U, X, decoded
 from context_manager.core.compaction import lease
 from context_manager.wire.codec import dumps
-from context_manager.core.ports_compaction import LeaseRecord
+from context_manager.ports import LeaseRecord
 from context_manager.ports import ManualClock
 
 KEY = "K"

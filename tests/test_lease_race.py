@@ -19,7 +19,7 @@ import asyncio, json, os, sys, time
 from dataclasses import replace
 
 from context_manager.core.settings import DEFAULT_CONFIG
-from context_manager.core.ports_compaction import SummarizeRequest
+from context_manager.ports import SummarizeRequest
 from context_manager.handlers.compact import handle
 from context_manager.handlers.context import HandlerContext
 from context_manager.adapters.fs_lease_store import FsLeaseStore

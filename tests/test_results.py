@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from shorthand import PNG, C, M, U
 
-from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.counting.estimate import HEURISTIC, result_tokens
 from context_manager.wire.messages import (
     image_count,
     is_real_user_turn,
     len8,
     resolve_inline_function_ids,
-    result_tokens,
     text_of,
 )
 

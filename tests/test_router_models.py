@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from context_manager.adapters.invoke import InvokeError, is_unroutable
+from context_manager.ports import InvokeError
+from context_manager.adapters.invoke import is_unroutable
 from context_manager.adapters.router_models import (
     BUDGET_FUNCTION,
     GET_FUNCTION,

@@ -12,9 +12,9 @@ import pytest
 from engine_harness import FakeRouter, TestEngine, assistant, stream_for
 from engine_harness.fake_router import RouterCallError
 
-from context_manager.adapters.invoke import InvokeError
+from context_manager.ports import InvokeError
 from context_manager.adapters.router_summarizer import RouterSummarizer, binary_lines, fold_frames
-from context_manager.core.ports_compaction import (
+from context_manager.ports import (
     SummarizeRequest,
     SummarizerEmpty,
     SummarizerFailed,

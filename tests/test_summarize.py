@@ -12,7 +12,7 @@ from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.core.compaction import prompts as p
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.wire.decode import ModelInput
-from context_manager.core.ports_compaction import (
+from context_manager.ports import (
     SummarizeError,
     SummarizerEmpty,
     SummarizerFailed,

@@ -14,7 +14,7 @@ import anyio
 
 from context_manager.api import call_async
 from context_manager.config.parse import parse_config_value
-from context_manager.core.ports_compaction import LeaseRecord, LeaseStoreError, SummarizeRequest
+from context_manager.ports import LeaseRecord, LeaseStoreError, SummarizeRequest
 from context_manager.handlers.context import HandlerContext
 
 

@@ -21,7 +21,7 @@ from context_manager.core.passes.emergency import inline_reference, message_refe
 from context_manager.wire.errors import CallError
 from context_manager.core.compaction.lease import default_lease_key
 from context_manager.core.memo import MessageMemo
-from context_manager.core.ports_compaction import LeaseRecord, SummarizeRequest
+from context_manager.ports import LeaseRecord, SummarizeRequest
 from context_manager.core.counting.raw_estimate import heuristic_tokens
 from context_manager.wire.decode import decode_message
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from context_manager import call
-from context_manager.core.ports_compaction import LeaseRecord, SummarizerFailed
+from context_manager.ports import LeaseRecord, SummarizerFailed
 from context_manager.core.compaction.lease import SCOPE
 
 from .faults import assemble_request, lease_records

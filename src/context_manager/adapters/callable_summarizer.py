@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import anyio.to_thread
 
-from context_manager.core.ports_compaction import SummarizeRequest, SummarizerFailed
+from context_manager.ports import SummarizeRequest, SummarizerFailed
 
 SyncSummarizer = Callable[[str, str, dict[str, Any]], str]
 

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 import orjson
 
-from context_manager.core.ports_compaction import LeaseRecord, LeaseStoreError
+from context_manager.ports import LeaseRecord, LeaseStoreError
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _I64_MIN = -(1 << 63)
@@ -65,7 +65,7 @@ def record_bytes(record: LeaseRecord) -> bytes:
 
 
 class FsLeaseStore:
-    """The file-backed :class:`~context_manager.core.ports_compaction.LeaseStore`.
+    """The file-backed :class:`~context_manager.ports.LeaseStore`.
 
     ``create=True`` creates ``directory`` now (the worker's boot behaviour: a directory that
     cannot be created raises :class:`LeaseDirError`); ``create=False`` defers every directory

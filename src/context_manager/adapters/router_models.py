@@ -12,7 +12,8 @@ from typing import Any
 from context_manager.wire.errors import DecodeError
 from context_manager.wire.decode import THINKING_LEVELS, FieldSpec, boolean, decode_struct, enum_value, invalid_type, string, u64
 from context_manager.ports import ModelBudget, ResolverError, RouterModel
-from context_manager.adapters.invoke import Invoke, InvokeError, is_unroutable
+from context_manager.ports import Invoke, InvokeError
+from context_manager.adapters.invoke import is_unroutable
 
 BUDGET_FUNCTION = "router::models::budget"
 GET_FUNCTION = "router::models::get"

@@ -16,8 +16,9 @@ from typing import Any
 
 import anyio
 
-from context_manager.adapters.invoke import Invoke, InvokeError, is_unroutable
-from context_manager.core.ports_compaction import (
+from context_manager.ports import Invoke, InvokeError
+from context_manager.adapters.invoke import is_unroutable
+from context_manager.ports import (
     SummarizeRequest,
     SummarizerEmpty,
     SummarizerFailed,

@@ -22,7 +22,7 @@ import anyio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from context_manager.adapters.invoke import Invoke, InvokeError
+from context_manager.ports import Invoke, InvokeError
 from context_manager.wire.errors import ContextManagerError
 from context_manager.engine import protocol
 

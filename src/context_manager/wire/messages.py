@@ -1,7 +1,7 @@
 """What a function result contains and who produced it.
 
 Shared by the cap, prune and emergency passes and by media normalization:
-the text and image count of a result's content, its size in result tokens,
+the text and image count of a result's content,
 the "real user turn" test, and the resolution of an inline result's function
 id from the calls that precede it.
 """
@@ -9,8 +9,6 @@ id from the calls that precede it.
 from __future__ import annotations
 
 from typing import Any
-
-from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET, Estimator
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -39,11 +37,6 @@ def image_count(blocks: list[Block]) -> int:
         elif block["type"] == "function_result":
             count += image_count(block["content"])
     return count
-
-
-def result_tokens(blocks: list[Block], estimator: Estimator) -> int:
-    """Size of a result's content as the passes measure it (text plus image allowances)."""
-    return estimator.text(text_of(blocks)) + IMAGE_TOKEN_BUDGET * image_count(blocks)
 
 
 def has_inline_result(message: Message) -> bool:

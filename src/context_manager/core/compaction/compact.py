@@ -15,7 +15,7 @@ from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
 from context_manager.core.budget import default_reserved, preserve_recent, usable_budget
 from context_manager.core.counting.estimate import Estimator, estimator_for_model
-from context_manager.core.ports_compaction import (
+from context_manager.ports import (
     LeaseStore,
     SummarizeError,
     Summarizer,

@@ -15,7 +15,7 @@ from typing import Any, Protocol, Sequence
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
 from context_manager.core.budget import preserve_recent
-from context_manager.core.ports_compaction import LeaseStore, SummarizeError, Summarizer
+from context_manager.ports import LeaseStore, SummarizeError, Summarizer
 from context_manager.core.compaction.selection import select
 from context_manager.core.compaction.summarize import summarize_head
 from context_manager.wire.decode import ModelInput

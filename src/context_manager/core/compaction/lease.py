@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from context_manager.wire.canonical import canonical_message
 from context_manager.wire.codec import dumps
-from context_manager.core.ports_compaction import LeaseRecord, LeaseStore, LeaseStoreError
+from context_manager.ports import LeaseRecord, LeaseStore, LeaseStoreError
 from context_manager.ports import Clock
 
 SCOPE = "context_lease"

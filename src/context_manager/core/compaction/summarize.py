@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.counting.estimate import Estimator, estimator_for_model
 from context_manager.wire.decode import ModelInput
-from context_manager.core.ports_compaction import (
+from context_manager.ports import (
     SummarizeError,
     Summarizer,
     SummarizeRequest,

@@ -13,6 +13,7 @@ import orjson
 
 from context_manager.core.settings import WorkerConfig
 from context_manager.wire.codec import utf8_len
+from context_manager.wire.messages import Block, image_count, text_of
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import as_is_sizes
 from context_manager.core.memo import remembered
@@ -146,3 +147,8 @@ def by_role(messages: Iterable[dict[str, Any]], sizes: Iterable[int]) -> dict[st
     for m, size in zip(messages, sizes):
         buckets[m["role"]] += size
     return buckets
+
+
+def result_tokens(blocks: list[Block], estimator: Estimator) -> int:
+    """Size of a result's content as the passes measure it (text plus image allowances)."""
+    return estimator.text(text_of(blocks)) + IMAGE_TOKEN_BUDGET * image_count(blocks)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_manager.wire import codec
-from context_manager.core.counting.estimate import Estimator
+from context_manager.core.counting.estimate import Estimator, result_tokens
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import remembered
 from context_manager.wire.messages import (
@@ -19,7 +19,6 @@ from context_manager.wire.messages import (
     Message,
     len8,
     resolve_inline_function_ids,
-    result_tokens,
     text_block,
     text_of,
     with_block,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Union
 
-from context_manager.core.counting.estimate import Estimator
+from context_manager.core.counting.estimate import Estimator, result_tokens
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import remembered
 from context_manager.wire.messages import (
@@ -20,7 +20,6 @@ from context_manager.wire.messages import (
     has_inline_result,
     len8,
     resolve_inline_function_ids,
-    result_tokens,
     text_block,
     text_of,
     with_block,
