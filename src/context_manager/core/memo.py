@@ -22,12 +22,13 @@ user code (``api.call``) run without a memo.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Callable, Iterator
 
 import orjson
+
+from context_manager.wire.lru import ByteLRU, SeenKeys
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Rough resident cost of an entry besides its text: dicts, lists and the bookkeeping around them.
@@ -51,12 +52,11 @@ Path = tuple[Any, ...]
 class Entry:
     """One decoded message (or tools list) and what has been derived from it."""
 
-    __slots__ = ("message", "key", "cost", "raw", "expect", "top", "probes", "derived")
+    __slots__ = ("message", "key", "raw", "expect", "top", "probes", "derived")
 
-    def __init__(self, message: Any, key: Any, cost: int) -> None:
+    def __init__(self, message: Any, key: Any) -> None:
         self.message = message
         self.key = key
-        self.cost = cost
         self.raw: Any = None  # the parsed message last found to be this entry's
         self.expect: Any = None  # what a raw message must equal; None until first needed
         # Numbers and booleans to type-check: the message's own members, then nested ones.
@@ -148,12 +148,11 @@ def _same_types(raw: Any, probes: tuple[tuple[Path, tuple[tuple[Any, type], ...]
 
 class MessageMemo:
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[Any, Entry] = OrderedDict()
+        # An entry that leaves, evicted or replaced, leaves the side indexes with it.
+        self._entries: ByteLRU[Any, Entry] = ByteLRU(max_bytes, on_evict=self._forget)
         self._by_id: dict[int, Entry] = {}
         self._by_raw: dict[int, Entry] = {}  # id(entry.raw) -> entry
-        self._seen: dict[Any, None] = {}  # first messages of histories met once
-        self._bytes = 0
+        self._seen: SeenKeys[Any, None] = SeenKeys(MAX_SEEN_KEYS)  # first messages of histories met once
         self._lock = threading.RLock()
         self.hits = 0
         self.misses = 0
@@ -236,9 +235,7 @@ class MessageMemo:
         except TypeError:
             return False
         with self._lock:
-            if len(self._seen) >= MAX_SEEN_KEYS:
-                self._seen.clear()
-            self._seen[key] = None
+            self._seen.note(key, None)
         return False
 
     def _found(self, entry: Entry, raw: Any) -> None:
@@ -285,22 +282,14 @@ class MessageMemo:
     def _insert(self, key: Any, message: Any, cost: int | None = None) -> Entry | None:
         if cost is None:
             cost = _approx_bytes(message)
-        if cost > self.max_bytes:
+        entry = Entry(message, key)
+        if not self._entries.put(key, entry, cost):
             return None
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._forget(old)
-        entry = Entry(message, key, cost)
-        self._entries[key] = entry
         self._by_id[id(message)] = entry
-        self._bytes += cost
-        while self._bytes > self.max_bytes:
-            _, evicted = self._entries.popitem(last=False)
-            self._forget(evicted)
-        return entry if key in self._entries else None
+        return entry
 
     def _forget(self, entry: Entry) -> None:
-        self._bytes -= entry.cost
+        """Drop an entry that left the LRU (evicted or replaced) from the side indexes."""
         if self._by_id.get(id(entry.message)) is entry:
             del self._by_id[id(entry.message)]
         if entry.raw is not None and self._by_raw.get(id(entry.raw)) is entry:
@@ -319,13 +308,16 @@ class MessageMemo:
             self._by_id.clear()
             self._by_raw.clear()
             self._seen.clear()
-            self._bytes = 0
             self.hits = 0
             self.misses = 0
 
     @property
+    def max_bytes(self) -> int:
+        return self._entries.max_bytes
+
+    @property
     def size_bytes(self) -> int:
-        return self._bytes
+        return self._entries.size_bytes
 
     def __len__(self) -> int:
         return len(self._entries)

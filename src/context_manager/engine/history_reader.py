@@ -35,13 +35,13 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections import OrderedDict
 from typing import Any
 
 import orjson
 
 from context_manager.wire.codec import loads
 from context_manager.wire.errors import DecodeError
+from context_manager.wire.lru import ByteLRU, SeenKeys
 
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 # A larger history is parsed in full every time: keeping it would crowd out every other.
@@ -151,13 +151,13 @@ class HistoryReader:
     def __init__(self, path: tuple[str, ...], max_bytes: int = DEFAULT_MAX_BYTES,
                  min_bytes: int = MIN_BODY_BYTES) -> None:
         self.path = path
-        self.max_bytes = max_bytes
         self.min_bytes = min_bytes
-        self._histories: OrderedDict[int, _History] = OrderedDict()
+        # id(history) -> history; an evicted history leaves its fingerprint bucket too
+        self._histories: ByteLRU[int, _History] = ByteLRU(
+            max_bytes, max_entry_bytes=MAX_HISTORY_BYTES, on_evict=self._unlist)
         self._by_fingerprint: dict[bytes, list[_History]] = {}
         # hash of a first message's text -> None (seen once) or _REFUSED
-        self._seen: dict[int, object] = {}
-        self._bytes = 0
+        self._seen: SeenKeys[int, object] = SeenKeys(MAX_SEEN)
         self._lock = threading.Lock()
         self.spliced = 0
 
@@ -239,9 +239,7 @@ class HistoryReader:
         with self._lock:
             seen = self._seen.get(key, _UNSEEN)
             if seen is _UNSEEN:
-                if len(self._seen) >= MAX_SEEN:
-                    self._seen.clear()
-                self._seen[key] = None
+                self._seen.note(key, None)
                 return
         if seen is _REFUSED:
             return
@@ -272,25 +270,26 @@ class HistoryReader:
     # -- bookkeeping (under the lock) -------------------------------------------------------
 
     def _remember(self, history: _History) -> None:
-        if len(history.body) > min(self.max_bytes, MAX_HISTORY_BYTES):
+        cost = len(history.body)
+        if not self._histories.admits(cost):
             return
-        self._histories[id(history)] = history
         bucket = self._by_fingerprint.setdefault(history.fingerprint, [])
         bucket.insert(0, history)
+        # A full bucket drops its oldest history before the new one counts towards the budget.
         if len(bucket) > MAX_CANDIDATES:
             self._forget(bucket[-1])
-        self._bytes += len(history.body)
-        while self._bytes > self.max_bytes:
-            self._forget(next(iter(self._histories.values())))
+        self._histories.put(id(history), history, cost)
 
     def _touch(self, history: _History) -> None:
         if id(history) in self._histories:
             self._histories.move_to_end(id(history))
 
     def _forget(self, history: _History) -> None:
-        if self._histories.pop(id(history), None) is None:
-            return
-        self._bytes -= len(history.body)
+        if self._histories.pop(id(history)) is not None:
+            self._unlist(history)
+
+    def _unlist(self, history: _History) -> None:
+        """Take ``history`` out of its fingerprint bucket."""
         bucket = self._by_fingerprint.get(history.fingerprint)
         if bucket is not None:
             bucket[:] = [other for other in bucket if other is not history]
@@ -302,11 +301,14 @@ class HistoryReader:
             self._histories.clear()
             self._by_fingerprint.clear()
             self._seen.clear()
-            self._bytes = 0
+
+    @property
+    def max_bytes(self) -> int:
+        return self._histories.max_bytes
 
     @property
     def size_bytes(self) -> int:
-        return self._bytes
+        return self._histories.size_bytes
 
     def __len__(self) -> int:
         return len(self._histories)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
+
+from context_manager.wire.lru import ByteLRU
 
 DIGEST_SIZE = 16
 # Rough resident cost of one entry besides its key: the int, the OrderedDict node and its links.
@@ -25,9 +26,7 @@ def content_key(namespace: bytes, content: bytes) -> bytes:
 
 class TokenCountCache:
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[bytes, int] = OrderedDict()
-        self._bytes = 0
+        self._entries: ByteLRU[bytes, int] = ByteLRU(max_bytes)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -47,30 +46,24 @@ class TokenCountCache:
             return count
 
     def put(self, key: bytes, count: int) -> None:
-        cost = self.cost(key)
-        if cost > self.max_bytes:
-            return
+        """Remember ``count`` (an entry costlier than the whole budget is not kept). The cost
+        depends on the key alone, so replacing a count leaves ``size_bytes`` as it was."""
         with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                self._entries[key] = count
-                return
-            self._entries[key] = count
-            self._bytes += cost
-            while self._bytes > self.max_bytes:
-                evicted, _ = self._entries.popitem(last=False)
-                self._bytes -= self.cost(evicted)
+            self._entries.put(key, count, self.cost(key))
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self._bytes = 0
             self.hits = 0
             self.misses = 0
 
     @property
+    def max_bytes(self) -> int:
+        return self._entries.max_bytes
+
+    @property
     def size_bytes(self) -> int:
-        return self._bytes
+        return self._entries.size_bytes
 
     def __len__(self) -> int:
         return len(self._entries)
