@@ -61,13 +61,14 @@ from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
 from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.emergency import emergency_reduce
-from context_manager.core.counting.estimate import Estimator, by_role, estimator_for_model, message_sizes, tools_tokens
+from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.prompts import render_system_prompt
 from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.resolution import resolve_model
 from context_manager.wire.messages import Message, resolve_inline_function_ids
 from context_manager.wire.decode import ModelInput
+from context_manager.ports import Estimator, TokenizerSource
 
 _INLINE_COMPACTION_MODULE = "context_manager.core.compaction.inline"
 U64_MAX = (1 << 64) - 1
@@ -106,6 +107,7 @@ class AssembleDeps(Protocol):
     lease_store: Any
     clock: Any
     log: logging.Logger
+    tokenizers: TokenizerSource | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +174,7 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
         else default_reserved(resolved.context_window, config)
     )
     usable = usable_budget(resolved, reserved, options.thinking_level)
-    estimator = estimator_for_model(request.model.id, config)
+    estimator = estimator_for_model(request.model.id, config, deps.tokenizers)
 
     state = _initial_context(request, resolved.vision, estimator)
     applied: dict[str, Any] = {

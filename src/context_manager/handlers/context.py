@@ -8,7 +8,7 @@ from typing import Any
 
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.memo import SHARED_MEMO, MessageMemo
-from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock
+from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock, TokenizerSource
 
 
 @dataclass(slots=True)
@@ -18,6 +18,8 @@ class HandlerContext:
     summarizer: Summarizer | None = None
     lease_store: LeaseStore | None = None
     clock: Clock = field(default_factory=SystemClock)
+    # Exact tokenizers for `estimator: auto`; None counts every model with the heuristic.
+    tokenizers: TokenizerSource | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("context_manager"))
     # Effects of the internal functions (engine wiring); None where not applicable.
     model_cache: Any = None

@@ -66,14 +66,14 @@ def _decode(payload: Any, ctx: HandlerContext) -> tuple[dict[str, Any], Any, lis
         except DecodeError:
             request = None  # the ordinary decoding below raises the exact error
         if request is not None and request["messages"] is not None:
-            est = estimator_for_model(request["model"].id, ctx.config)
+            est = estimator_for_model(request["model"].id, ctx.config, ctx.tokenizers)
             if est is HEURISTIC and floats_match():
                 return (request, est, *_heuristic_count(request["messages"]))
     request = t.decode_struct(payload, "CountTokensInput", _REQUEST)
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
-    est = estimator_for_model(request["model"].id, ctx.config)
+    est = estimator_for_model(request["model"].id, ctx.config, ctx.tokenizers)
     sizes = message_sizes(messages, est)
     return request, est, sizes, by_role(messages, sizes)
 

@@ -68,7 +68,7 @@ def prune_request(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
     if messages is None:
         raise invalid_request()
     model = request["model"]
-    estimator = estimator_for_model(model.id if model is not None else "", ctx.config)
+    estimator = estimator_for_model(model.id if model is not None else "", ctx.config, ctx.tokenizers)
     result = prune(messages, prune_params(request["options"], ctx), estimator)
     return {
         "messages": result.messages,

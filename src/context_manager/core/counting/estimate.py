@@ -7,11 +7,12 @@ would receive it: image data does not count (each image costs a flat allowance i
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable
 
 import orjson
 
 from context_manager.core.settings import WorkerConfig
+from context_manager.ports import Estimator, TokenizerSource
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import Block, image_count, text_of
 from context_manager.core.memo import active as active_memo
@@ -20,16 +21,6 @@ from context_manager.core.memo import remembered
 
 IMAGE_TOKEN_BUDGET = 4096
 _NULL_LEN = 4  # len(b"null")
-
-
-class Estimator(Protocol):
-    kind: str
-
-    def message(self, m: dict[str, Any]) -> int: ...
-
-    def text(self, s: str) -> int: ...
-
-    def function(self, f: dict[str, Any]) -> int: ...
 
 
 def is_denied(details: Any) -> bool:
@@ -88,17 +79,18 @@ class HeuristicEstimator:
 HEURISTIC = HeuristicEstimator()
 
 
-def estimator_for_model(model_id: str, config: WorkerConfig | None = None) -> Estimator:
+def estimator_for_model(
+    model_id: str, config: WorkerConfig | None, tokenizers: TokenizerSource | None
+) -> Estimator:
     """The estimator used for every count of a call on ``model_id``.
 
-    The heuristic unless the configuration opts in (``estimator: auto``) and the model belongs to
-    an OpenAI family whose tokenizer ships with the package.
+    The heuristic unless the configuration opts in (``estimator: auto``) and ``tokenizers`` has an
+    exact tokenizer for the model (the packaged source: OpenAI families whose encoding ships with
+    the package). The source is asked only under ``auto``, so it may load its tokenizers lazily.
     """
-    if config is None or config.estimator != "auto":
+    if config is None or config.estimator != "auto" or tokenizers is None:
         return HEURISTIC
-    from context_manager.adapters.tokenizers import tokenizer_for_model  # loads tiktoken only when asked
-
-    tokenizer = tokenizer_for_model(model_id)
+    tokenizer = tokenizers.estimator_for(model_id)
     return HEURISTIC if tokenizer is None else tokenizer
 
 

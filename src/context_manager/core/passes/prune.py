@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Union
 
-from context_manager.core.counting.estimate import Estimator, result_tokens
+from context_manager.core.counting.estimate import result_tokens
+from context_manager.ports import Estimator
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import remembered
 from context_manager.wire.messages import (
