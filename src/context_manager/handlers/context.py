@@ -8,6 +8,7 @@ from typing import Any
 
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.memo import SHARED_MEMO, MessageMemo
+from context_manager.core.reuse import CallReuse, decoding_policy
 from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock, TokenizerSource
 
 
@@ -29,3 +30,8 @@ class HandlerContext:
     # The payload was parsed from JSON text (engine frame, command line), so it holds only what
     # JSON can carry; a Python caller's values may hold more (tuples, NaN, enums).
     payload_from_json: bool = False
+
+
+def call_reuse(ctx: HandlerContext) -> CallReuse:
+    """The reuse of a call made with ``ctx``, by the decoding policy (``core.reuse``)."""
+    return decoding_policy(ctx.memo, ctx.payload_from_json, heuristic_counts=ctx.config.estimator != "auto")

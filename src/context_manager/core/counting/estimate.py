@@ -15,9 +15,8 @@ from context_manager.core.settings import WorkerConfig
 from context_manager.ports import Estimator, TokenizerSource
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import Block, image_count, text_of
-from context_manager.core.memo import active as active_memo
-from context_manager.core.memo import as_is_sizes
 from context_manager.core.memo import remembered
+from context_manager.core.reuse import CallReuse
 
 IMAGE_TOKEN_BUDGET = 4096
 _NULL_LEN = 4  # len(b"null")
@@ -94,12 +93,12 @@ def estimator_for_model(
     return HEURISTIC if tokenizer is None else tokenizer
 
 
-def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator) -> list[int]:
+def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator, reuse: CallReuse) -> list[int]:
     """``[estimator.message(m) for m in messages]``, remembered across calls for messages the
-    active memo holds (an estimate depends on the message and the estimator only)."""
-    memo = active_memo()
+    call's memo holds (an estimate depends on the message and the estimator only)."""
+    memo = reuse.memo
     # Heuristic estimates taken while the messages were checked (parsed messages used as is).
-    known = as_is_sizes() if estimator is HEURISTIC else None
+    known = reuse.as_is if estimator is HEURISTIC else None
     if memo is None:
         if not known:
             return [estimator.message(m) for m in messages]
@@ -123,9 +122,9 @@ def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator) -> l
     return sizes
 
 
-def tools_tokens(tools: list[dict[str, Any]], estimator: Estimator) -> int:
-    """The estimate of a tools list, remembered when the active memo holds that list."""
-    return remembered(active_memo(), tools, ("tools", estimator),
+def tools_tokens(tools: list[dict[str, Any]], estimator: Estimator, reuse: CallReuse) -> int:
+    """The estimate of a tools list, remembered when the call's memo holds that list."""
+    return remembered(reuse.memo, tools, ("tools", estimator),
                       lambda: sum(estimator.function(tool) for tool in tools))
 
 
