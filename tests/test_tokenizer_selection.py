@@ -148,3 +148,14 @@ def test_count_tokens_with_auto_on_a_cl100k_model():
         "estimator": "tokenizer",
     }
 
+
+
+def test_the_composition_roots_provide_the_packaged_tokenizers():
+    from context_manager.api import build_context
+    from context_manager.engine.client import EngineClient, worker_metadata
+    from context_manager.worker import ConfigurationSource, Worker
+
+    assert build_context(DEFAULT_CONFIG, None).tokenizers is PACKAGED_TOKENIZERS
+    client = EngineClient("ws://127.0.0.1:9", worker_metadata("context-manager", "0.1.0"))
+    worker = Worker(client, ConfigurationSource(client, "context-manager"))
+    assert worker.context().tokenizers is PACKAGED_TOKENIZERS
