@@ -55,7 +55,9 @@ def _heuristic_count(raws: list[Any]) -> tuple[list[int], dict[str, int]]:
     return sizes, buckets
 
 
-def _decode(payload: Any, ctx: HandlerContext, intake: Intake) -> tuple[dict[str, Any], Any, list[int], dict[str, int]]:
+def _decode(
+    payload: Any, ctx: HandlerContext, intake: Intake
+) -> tuple[dict[str, Any], Any, list[int], dict[str, int]]:
     """(request fields, estimator, per-message estimates, their sum by role).
 
     For payloads parsed from JSON text the heuristic counts the parsed messages without
