@@ -252,11 +252,12 @@ def test_prompt_tools_overhead_and_breakdown():
 
 
 def test_initial_count_equals_count_tokens_plus_overhead():
+    from context_manager.core.reuse import NO_REUSE
     from context_manager.handlers.count_tokens import count_tokens
 
     messages = wire(history_h())
     counted = count_tokens({"messages": messages, "model": {"id": "m"}, "system_prompt": "Sys",
-                            "tools": [TOOL]}, HandlerContext())
+                            "tools": [TOOL]}, HandlerContext(), NO_REUSE)
     response = run({"messages": messages, "model": inline(100000, 1000), "system_prompt": "Sys",
                     "tools": [TOOL], "options": {"request_overhead_tokens": 5}})
     assert response["applied"]["initial_token_count"] == counted["tokens"] + 5

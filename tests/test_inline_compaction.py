@@ -70,6 +70,7 @@ class _Request:
     usable: int = 4000
     tail_turns: int = 2
     model: ModelInput = ModelInput("small", None, ModelLimits(5000, 500))
+    estimator: Any = HEURISTIC
     config: WorkerConfig = DEFAULT_CONFIG
 
 

@@ -12,7 +12,9 @@ from context_manager import api
 from context_manager.wire import decode as t
 from context_manager.wire.codec import dumps, dumps_wire
 from context_manager.wire.errors import DecodeError
-from context_manager.core.memo import MessageMemo, remembered, using
+from context_manager.core.intake import Intake
+from context_manager.core.memo import MessageMemo, remembered
+from context_manager.core.reuse import decoding_policy
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
 
@@ -55,15 +57,13 @@ def test_a_history_is_remembered_on_its_second_call_and_served_from_the_third() 
 
 def test_a_history_never_met_before_keeps_nothing_and_turns_the_memo_off_for_its_call() -> None:
     memo = MessageMemo()
-    with using(memo):
-        memo.decode_all(parsed([USER, ASSISTANT]), t.decode_message)
-        from context_manager.core.memo import active
-
-        assert active() is None
+    intake = Intake(decoding_policy(memo, payload_from_json=False, heuristic_counts=True))
+    intake.messages(parsed([USER, ASSISTANT]))
+    assert intake.reuse.memo is None
     assert len(memo) == 0
-    with using(memo):
-        memo.decode_all(parsed([USER, RESULT]), t.decode_message)  # same first message: known
-        assert active() is memo
+    intake = Intake(decoding_policy(memo, payload_from_json=False, heuristic_counts=True))
+    intake.messages(parsed([USER, RESULT]))  # same first message: known
+    assert intake.reuse.memo is memo
     assert len(memo) == 2
 
 

@@ -18,6 +18,7 @@ from context_manager.core.counting.raw_estimate import (
     floats_match,
     heuristic_tokens,
 )
+from context_manager.core.reuse import NO_REUSE
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.count_tokens import count_tokens
 
@@ -106,7 +107,7 @@ def request(messages: list[Any]) -> dict[str, Any]:
 def answer(payload: Any, json_payload: bool) -> bytes | str:
     ctx = HandlerContext(payload_from_json=json_payload)
     try:
-        return dumps_wire(count_tokens(payload, ctx))
+        return dumps_wire(count_tokens(payload, ctx, NO_REUSE))  # no memo: each answer from scratch
     except DecodeError as exc:
         return str(exc)
 

@@ -33,7 +33,8 @@ MODEL = ModelInput("small", "test")
 def run(summarizer, head, budget, *, previous_summary=None, instructions=None, config=DEFAULT_CONFIG):
     return asyncio.run(summarize_head(
         summarizer, MODEL, head, budget,
-        previous_summary=previous_summary, instructions=instructions, config=config,
+        previous_summary=previous_summary, instructions=instructions, estimator=HEURISTIC,
+        config=config,
     ))
 
 

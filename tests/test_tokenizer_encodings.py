@@ -10,6 +10,7 @@ import tiktoken_ext.openai_public as openai_public
 
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.counting.estimate import HEURISTIC, estimator_for_model
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.adapters.tokenizers import encodings, forget_estimators, tokenizer_for_encoding
 from context_manager.adapters.tokenizers.encodings import SPECS, EncodingUnavailable, read_ranks
 
@@ -152,8 +153,8 @@ def test_unusable_file_falls_back_to_the_heuristic_with_one_log_line(
     data_dir = damaged_copies(tmp_path)[damage]
     monkeypatch.setattr(encodings, "default_data_dir", lambda: data_dir)
     with caplog.at_level(logging.WARNING, logger="context_manager.adapters.tokenizers"):
-        assert estimator_for_model("gpt-4o", AUTO) is HEURISTIC
-        assert estimator_for_model("gpt-4o-mini", AUTO) is HEURISTIC
+        assert estimator_for_model("gpt-4o", AUTO, PACKAGED_TOKENIZERS) is HEURISTIC
+        assert estimator_for_model("gpt-4o-mini", AUTO, PACKAGED_TOKENIZERS) is HEURISTIC
     records = [r for r in caplog.records if r.name == "context_manager.adapters.tokenizers"]
     assert len(records) == 1
     message = records[0].getMessage()
@@ -166,8 +167,8 @@ def test_a_damaged_encoding_does_not_affect_the_other(tmp_path, monkeypatch, fre
     real = encodings.default_data_dir()
     (data_dir / "cl100k_base.tiktoken.gz").write_bytes((real / "cl100k_base.tiktoken.gz").read_bytes())
     monkeypatch.setattr(encodings, "default_data_dir", lambda: data_dir)
-    assert estimator_for_model("gpt-4o", AUTO) is HEURISTIC
-    assert estimator_for_model("gpt-4", AUTO).kind == "tokenizer"
+    assert estimator_for_model("gpt-4o", AUTO, PACKAGED_TOKENIZERS) is HEURISTIC
+    assert estimator_for_model("gpt-4", AUTO, PACKAGED_TOKENIZERS).kind == "tokenizer"
 
 
 def test_read_ranks_reports_a_hash_mismatch(tmp_path):

@@ -5,6 +5,7 @@ import pytest
 from context_manager import call
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.counting.estimate import HEURISTIC, estimator_for_model
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.adapters.tokenizers import encoding_name_for_model
 
 AUTO = WorkerConfig(estimator="auto")
@@ -43,14 +44,46 @@ def test_model_table(model_id, encoding):
 @pytest.mark.parametrize("config", [None, DEFAULT_CONFIG, WorkerConfig(estimator="heuristic")])
 @pytest.mark.parametrize("model_id", ["gpt-4o", "gpt-4", "claude-sonnet-4", ""])
 def test_heuristic_unless_opted_in(config, model_id):
-    assert estimator_for_model(model_id, config) is HEURISTIC
+    assert estimator_for_model(model_id, config, PACKAGED_TOKENIZERS) is HEURISTIC
 
 
 def test_auto_selects_by_model():
-    assert estimator_for_model("gpt-4o", AUTO).encoding.name == "o200k_base"
-    assert estimator_for_model("gpt-3.5-turbo", AUTO).encoding.name == "cl100k_base"
-    assert estimator_for_model("gpt-4o", AUTO) is estimator_for_model("openai/GPT-4O", AUTO)
-    assert estimator_for_model("claude-sonnet-4", AUTO) is HEURISTIC
+    assert estimator_for_model("gpt-4o", AUTO, PACKAGED_TOKENIZERS).encoding.name == "o200k_base"
+    assert estimator_for_model("gpt-3.5-turbo", AUTO, PACKAGED_TOKENIZERS).encoding.name == "cl100k_base"
+    assert (estimator_for_model("gpt-4o", AUTO, PACKAGED_TOKENIZERS)
+            is estimator_for_model("openai/GPT-4O", AUTO, PACKAGED_TOKENIZERS))
+    assert estimator_for_model("claude-sonnet-4", AUTO, PACKAGED_TOKENIZERS) is HEURISTIC
+
+
+class RecordingSource:
+    """A TokenizerSource that answers ``exact`` for every model and notes what it was asked."""
+
+    def __init__(self, exact):
+        self.exact = exact
+        self.asked = []
+
+    def estimator_for(self, model_id):
+        self.asked.append(model_id)
+        return self.exact
+
+
+@pytest.mark.parametrize("config", [None, DEFAULT_CONFIG, WorkerConfig(estimator="heuristic")])
+def test_the_source_is_never_asked_unless_opted_in(config):
+    source = RecordingSource(exact=object())
+    assert estimator_for_model("gpt-4o", config, source) is HEURISTIC
+    assert source.asked == []
+
+
+def test_under_auto_the_source_decides_per_model():
+    exact = object()
+    assert estimator_for_model("gpt-4o", AUTO, RecordingSource(exact)) is exact
+    declining = RecordingSource(exact=None)
+    assert estimator_for_model("claude-sonnet-4", AUTO, declining) is HEURISTIC
+    assert declining.asked == ["claude-sonnet-4"]
+
+
+def test_auto_without_a_source_counts_with_the_heuristic():
+    assert estimator_for_model("gpt-4o", AUTO, None) is HEURISTIC
 
 
 W17_MESSAGES = [
@@ -115,3 +148,14 @@ def test_count_tokens_with_auto_on_a_cl100k_model():
         "estimator": "tokenizer",
     }
 
+
+
+def test_the_composition_roots_provide_the_packaged_tokenizers():
+    from context_manager.api import build_context
+    from context_manager.engine.client import EngineClient, worker_metadata
+    from context_manager.worker import ConfigurationSource, Worker
+
+    assert build_context(DEFAULT_CONFIG, None).tokenizers is PACKAGED_TOKENIZERS
+    client = EngineClient("ws://127.0.0.1:9", worker_metadata("context-manager", "0.1.0"))
+    worker = Worker(client, ConfigurationSource(client, "context-manager"))
+    assert worker.context().tokenizers is PACKAGED_TOKENIZERS

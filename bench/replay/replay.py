@@ -21,6 +21,7 @@ import anyio
 
 from bench.replay.fake_summarizer import RecordingSummarizer
 from context_manager.adapters.callable_summarizer import CallableSummarizer
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
 from context_manager.wire.errors import OVERFLOW, HandlerError
 from context_manager.handlers import assemble as assemble_handler
@@ -117,6 +118,7 @@ def replay(session: Session, budget: str, mode: Mode, model_id: str = "replay-mo
         config=parse_config_value(mode.config),
         summarizer=CallableSummarizer(recorder) if recorder is not None else None,
         lease_store=None,  # one harness, one history: nothing to coordinate
+        tokenizers=PACKAGED_TOKENIZERS,
         log=_quiet_logger(),
     )
     return anyio.run(_replay, session, budget, mode, ctx, recorder, model_id)

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from context_manager.adapters.callable_summarizer import SyncSummarizer
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.wire.errors import INVOCATION_FAILED, CallError, ContextManagerError
 from context_manager.handlers.context import HandlerContext
@@ -33,7 +34,7 @@ def _config_from(config: dict[str, Any] | WorkerConfig | None) -> WorkerConfig:
 
 
 def build_context(config: WorkerConfig, summarizer: SyncSummarizer | None) -> HandlerContext:
-    ctx = HandlerContext(config=config, payload_from_json=True)
+    ctx = HandlerContext(config=config, tokenizers=PACKAGED_TOKENIZERS, payload_from_json=True)
     if summarizer is not None:
         from context_manager.adapters.callable_summarizer import CallableSummarizer
 

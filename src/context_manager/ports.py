@@ -1,7 +1,7 @@
 """Every port: the protocols through which the pure core and the adapters meet.
 
-Adapters (router over the engine, summarisers, lease stores, wall clock, outbound invocation)
-implement them for the worker; tests implement them with fakes. The core never imports an
+Adapters (router over the engine, summarisers, lease stores, exact tokenizers, wall clock, outbound
+invocation) implement them for the worker; tests implement them with fakes. The core never imports an
 adapter, only these protocols and the small value types they carry.
 """
 
@@ -43,6 +43,28 @@ class ModelResolver(Protocol):
 
         Raises :class:`ResolverError` (its text becomes ``router unavailable: <text>``).
         """
+        ...
+
+
+# --- token estimation ---------------------------------------------------------------------------
+
+class Estimator(Protocol):
+    """Counts tokens the way one model family does; ``kind`` is ``heuristic`` or ``tokenizer``."""
+
+    kind: str
+
+    def message(self, m: dict[str, Any]) -> int: ...
+
+    def text(self, s: str) -> int: ...
+
+    def function(self, f: dict[str, Any]) -> int: ...
+
+
+class TokenizerSource(Protocol):
+    """Exact tokenizers by model (``estimator: auto``); the composition roots provide one."""
+
+    def estimator_for(self, model_id: str) -> Estimator | None:
+        """The exact estimator of ``model_id``, or ``None`` (the heuristic counts it)."""
         ...
 
 

@@ -22,6 +22,7 @@ from context_manager._version import __version__
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import config_to_json, defaults_object, parse_config_value
 from context_manager.config.paths import resolve_lease_dir
@@ -263,6 +264,7 @@ class Worker:
             summarizer=self.summarizer,
             lease_store=self.lease_store,
             clock=SystemClock(),
+            tokenizers=PACKAGED_TOKENIZERS,
             log=logging.getLogger("context_manager"),
             model_cache=self.model_cache,
             on_config_change=self.reload,

@@ -16,11 +16,12 @@ from context_manager.api import call_async
 from context_manager.config.parse import parse_config_value
 from context_manager.ports import LeaseRecord, LeaseStoreError, SummarizeRequest
 from context_manager.handlers.context import HandlerContext
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 
 
 def context(config: dict[str, Any] | None = None, **ports: Any) -> HandlerContext:
     cfg = parse_config_value(config or {})
-    return HandlerContext(config=cfg, **ports)
+    return HandlerContext(config=cfg, tokenizers=PACKAGED_TOKENIZERS, **ports)
 
 
 def run(function_id: str, payload: Any, ctx: HandlerContext) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from context_manager.wire.errors import CallError, DecodeError
 from context_manager.engine.history_reader import HistoryReader
 from context_manager.core.memo import MessageMemo
 from context_manager.handlers.context import HandlerContext
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 
 from .strategies import assemble_options, configs, histories, models
 from .support import run
@@ -45,7 +46,8 @@ def answer(function_id: str, data: bytes, config: dict[str, Any], reader: Histor
         payload = (reader.loads(data) if reader is not None else loads(data))["data"]
     except DecodeError as exc:
         return f"parse: {exc.detail}".encode()
-    ctx = HandlerContext(config=parse_config_value(config), memo=memo, payload_from_json=True)
+    ctx = HandlerContext(config=parse_config_value(config), tokenizers=PACKAGED_TOKENIZERS, memo=memo,
+                         payload_from_json=True)
     try:
         return dumps_wire(run(function_id, payload, ctx))
     except CallError as exc:

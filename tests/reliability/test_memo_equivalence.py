@@ -19,6 +19,7 @@ from context_manager.wire.codec import dumps_wire
 from context_manager.wire.errors import CallError
 from context_manager.core.memo import MessageMemo
 from context_manager.handlers.context import HandlerContext
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 
 from .strategies import assemble_options, configs, histories, models, system_prompts, tools
 from .support import run
@@ -28,7 +29,7 @@ FUNCTIONS = ("context::count-tokens", "context::prune", "context::assemble")
 
 def answer(function_id: str, payload: dict[str, Any], config: dict[str, Any],
            memo: MessageMemo | None) -> bytes:
-    ctx = HandlerContext(config=parse_config_value(config), memo=memo)
+    ctx = HandlerContext(config=parse_config_value(config), tokenizers=PACKAGED_TOKENIZERS, memo=memo)
     try:
         # a fresh copy: the memo must not depend on the identity of the caller's objects
         return dumps_wire(run(function_id, copy.deepcopy(payload), ctx))

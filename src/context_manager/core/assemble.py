@@ -61,13 +61,15 @@ from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
 from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.emergency import emergency_reduce
-from context_manager.core.counting.estimate import Estimator, by_role, estimator_for_model, message_sizes, tools_tokens
+from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.prompts import render_system_prompt
 from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.resolution import resolve_model
+from context_manager.core.reuse import CallReuse
 from context_manager.wire.messages import Message, resolve_inline_function_ids
 from context_manager.wire.decode import ModelInput
+from context_manager.ports import Estimator, TokenizerSource
 
 _INLINE_COMPACTION_MODULE = "context_manager.core.compaction.inline"
 U64_MAX = (1 << 64) - 1
@@ -106,6 +108,7 @@ class AssembleDeps(Protocol):
     lease_store: Any
     clock: Any
     log: logging.Logger
+    tokenizers: TokenizerSource | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +164,12 @@ class _Context:
                    U64_MAX)
 
 
-async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, Any]:
-    """Run the whole pipeline; returns the response record (keys in record order)."""
+async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse) -> dict[str, Any]:
+    """Run the whole pipeline; returns the response record (keys in record order).
+
+    ``reuse`` is what the request was decoded with (``core.intake``): the passes measure and
+    rewrite through the same memo and as-is estimates.
+    """
     config = deps.config
     options = request.options
     resolved = await resolve_model(request.model, deps.resolver, config, deps.log)
@@ -172,9 +179,9 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
         else default_reserved(resolved.context_window, config)
     )
     usable = usable_budget(resolved, reserved, options.thinking_level)
-    estimator = estimator_for_model(request.model.id, config)
+    estimator = estimator_for_model(request.model.id, config, deps.tokenizers)
 
-    state = _initial_context(request, resolved.vision, estimator)
+    state = _initial_context(request, resolved.vision, estimator, reuse)
     applied: dict[str, Any] = {
         "initial_token_count": state.total(),
         "pruned": False,
@@ -183,9 +190,9 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
         "capped_tokens": 0,
         "compacted": False,
     }
-    _cap_pass(state, options, config, estimator, applied, deps.log)
+    _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
-        _prune_pass(state, options, config, estimator, applied)
+        _prune_pass(state, options, config, estimator, applied, reuse)
     if state.total() > usable and options.allow_compaction is not False:
         outcome = await compaction_step(
             _compaction_request(state, request, usable, estimator, config), deps
@@ -212,7 +219,9 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
     }
 
 
-def _initial_context(request: AssembleRequest, vision: Capability, estimator: Estimator) -> _Context:
+def _initial_context(
+    request: AssembleRequest, vision: Capability, estimator: Estimator, reuse: CallReuse
+) -> _Context:
     """The model-facing view (no custom messages, media normalized) and its size memo."""
     view: list[Message] = []
     view_to_orig: list[int] = []
@@ -224,11 +233,11 @@ def _initial_context(request: AssembleRequest, vision: Capability, estimator: Es
     system_prompt = render_system_prompt(request.system_prompt, request.options.previous_summary)
     return _Context(
         view=view,
-        sizes=message_sizes(view, estimator),
+        sizes=message_sizes(view, estimator, reuse),
         view_to_orig=view_to_orig,
         system_prompt=system_prompt,
         prompt_tokens=estimator.text(system_prompt),
-        tools_tokens=tools_tokens(request.tools, estimator) if request.tools else 0,
+        tools_tokens=tools_tokens(request.tools, estimator, reuse) if request.tools else 0,
         overhead_tokens=request.options.request_overhead_tokens or 0,
     )
 
@@ -240,6 +249,7 @@ def _cap_pass(
     estimator: Estimator,
     applied: dict[str, Any],
     log: logging.Logger,
+    reuse: CallReuse,
 ) -> None:
     threshold = (
         options.max_result_tokens
@@ -249,7 +259,7 @@ def _cap_pass(
     if threshold == 0:
         return
     capped = cap_results(state.view, state.sizes, threshold, estimator, state.function_ids(),
-                         state.result_tokens)
+                         state.result_tokens, reuse=reuse)
     state.view, state.sizes = capped.messages, capped.sizes
     applied["capped_parts"] = capped.stats.capped_parts
     applied["capped_tokens"] = capped.stats.capped_tokens
@@ -267,6 +277,7 @@ def _prune_pass(
     config: WorkerConfig,
     estimator: Estimator,
     applied: dict[str, Any],
+    reuse: CallReuse,
 ) -> None:
     # Assemble reads every prune threshold from configuration; only the protected list is per call.
     params = PruneParams(
@@ -278,7 +289,7 @@ def _prune_pass(
         protected_functions=options.protected_functions or (),
     )
     pruned = prune(state.view, params, estimator, state.sizes, state.function_ids(),
-                   state.result_tokens)
+                   state.result_tokens, reuse=reuse)
     assert pruned.sizes is not None
     state.view, state.sizes = pruned.messages, pruned.sizes
     applied["pruned"] = pruned.stats.pruned_parts > 0

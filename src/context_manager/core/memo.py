@@ -16,15 +16,14 @@ members differ from the canonical set only by defaults (absent ``details``, a nu
 The memo is bounded by the bytes of text its entries hold (plus a fixed overhead each), least
 recently used first out. Entries are immutable values shared by every call that finds them:
 nothing in the core mutates a decoded message, and callers that hand the resulting dicts to
-user code (``api.call``) run without a memo.
+user code (``api.call``) run without a memo. Which memo a call uses, if any, is part of its
+``core.reuse.CallReuse``.
 """
 
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import orjson
 
@@ -159,24 +158,36 @@ class MessageMemo:
 
     # -- raw message -> canonical dict ------------------------------------------------------
 
-    def decode_all(self, raws: list[Any], decode: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
+    def decode_all(self, raws: list[Any], decode: Callable[[Any], dict[str, Any]],
+                   owned: bool = False) -> list[dict[str, Any]]:
         """``[decode(raw) for raw in raws]``, reusing the entries of messages seen before.
 
-        A conversation is recognised by its first message: a history whose first message the
-        memo has never met (a one-off request, the first call of a conversation) is decoded
-        plainly, keeps nothing alive and runs the rest of its call without the memo; only its
-        first message's key is noted. From the next call of that conversation on, every
-        message is remembered.
+        A history the memo does not recognise (see ``recognise``) is decoded plainly and keeps
+        nothing alive; from the next call of that conversation on, every message is remembered.
         """
-        if not raws or not self._known(raws[0]):
-            _ACTIVE.set(None)  # nothing to reuse: the passes of this call skip their lookups
+        if not self.recognise(raws):
             return [decode(raw) for raw in raws]
+        return self.decode_recognised(raws, decode, owned)
+
+    def recognise(self, raws: list[Any]) -> bool:
+        """Has a history like ``raws`` come by before?
+
+        A conversation is recognised by its first message: a history whose first message the
+        memo has never met (a one-off request, the first call of a conversation) is not, and
+        only its first message's key is noted, so that its next call is.
+        """
+        return bool(raws) and self._known(raws[0])
+
+    def decode_recognised(self, raws: list[Any], decode: Callable[[Any], dict[str, Any]],
+                          owned: bool = False) -> list[dict[str, Any]]:
+        """``decode_all`` of a history already recognised: every message is looked up and
+        remembered. ``owned``: the raws were parsed here and are never handed out (see
+        ``_found``)."""
         out: list[dict[str, Any]] = []
         append = out.append
         entries = self._entries
         get = entries.get
         by_raw = self._by_raw
-        owned = _OWNED.get()
         hits = 0
         with self._lock:
             for raw in raws:
@@ -324,43 +335,6 @@ class MessageMemo:
 
 
 SHARED_MEMO = MessageMemo()
-
-_ACTIVE: ContextVar[MessageMemo | None] = ContextVar("context_manager_memo", default=None)
-
-
-def active() -> MessageMemo | None:
-    """The memo of the call running in this context, or None (no reuse across calls)."""
-    return _ACTIVE.get()
-
-
-# Does the running call own its payload's objects (parsed here from JSON text, handed to no one
-# else)? Only then may an entry remember the very object it was found as (see ``_found``).
-_OWNED: ContextVar[bool] = ContextVar("context_manager_memo_owned", default=False)
-
-
-# Parsed messages that already are their canonical form stand for it as they are (see
-# ``types.decode_messages``); their heuristic estimates, by id, as checking them measured them.
-# None: every message is decoded into a new dict.
-_AS_IS: ContextVar[dict[int, int] | None] = ContextVar("context_manager_as_is", default=None)
-
-
-def as_is_sizes() -> dict[int, int] | None:
-    return _AS_IS.get()
-
-
-@contextmanager
-def using(memo: MessageMemo | None, owned: bool = False, as_is: bool = False) -> Iterator[None]:
-    """Run a call with ``memo``; ``owned``: the payload was parsed here and is never handed out;
-    ``as_is``: canonical parsed messages need not be copied (owned payloads, heuristic counts)."""
-    token = _ACTIVE.set(memo)
-    owned_token = _OWNED.set(owned)
-    as_is_token = _AS_IS.set({} if as_is and owned else None)
-    try:
-        yield
-    finally:
-        _AS_IS.reset(as_is_token)
-        _OWNED.reset(owned_token)
-        _ACTIVE.reset(token)
 
 
 _MISSING = object()

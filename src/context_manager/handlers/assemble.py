@@ -13,8 +13,8 @@ from typing import Any
 from context_manager.wire import decode as t
 from context_manager.core.assemble import AssembleOptions, AssembleRequest, assemble
 from context_manager.wire.errors import invalid_request
-from context_manager.core.memo import using
-from context_manager.handlers.context import HandlerContext
+from context_manager.core.intake import Intake
+from context_manager.handlers.context import HandlerContext, call_reuse
 from context_manager.handlers.prune import function_ids
 
 FUNCTION_ID = "context::assemble"
@@ -47,14 +47,17 @@ _REQUEST = {
 }
 
 
-def decode_request(payload: Any) -> AssembleRequest:
-    """Decode and check the request; raises DecodeError or `messages is required`."""
-    fields = t.decode_struct(payload, "AssembleRequest", _REQUEST)
+def decode_request(payload: Any, intake: Intake) -> AssembleRequest:
+    """Decode and check the request, history and tools through ``intake``; raises DecodeError
+    or `messages is required`."""
+    table = {**_REQUEST, "messages": t.FieldSpec(intake.messages), "tools": t.FieldSpec(intake.tools)}
+    fields = t.decode_struct(payload, "AssembleRequest", table)
     if fields["messages"] is None:
         raise invalid_request()
     return AssembleRequest(**fields)
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    with using(ctx.memo, owned=ctx.payload_from_json, as_is=ctx.config.estimator != "auto"):
-        return await assemble(decode_request(payload), ctx)
+    intake = Intake(call_reuse(ctx))
+    request = decode_request(payload, intake)
+    return await assemble(request, ctx, intake.reuse)

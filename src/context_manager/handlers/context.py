@@ -8,7 +8,8 @@ from typing import Any
 
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.memo import SHARED_MEMO, MessageMemo
-from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock
+from context_manager.core.reuse import CallReuse, decoding_policy
+from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock, TokenizerSource
 
 
 @dataclass(slots=True)
@@ -18,6 +19,8 @@ class HandlerContext:
     summarizer: Summarizer | None = None
     lease_store: LeaseStore | None = None
     clock: Clock = field(default_factory=SystemClock)
+    # Exact tokenizers for `estimator: auto`; None counts every model with the heuristic.
+    tokenizers: TokenizerSource | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("context_manager"))
     # Effects of the internal functions (engine wiring); None where not applicable.
     model_cache: Any = None
@@ -27,3 +30,8 @@ class HandlerContext:
     # The payload was parsed from JSON text (engine frame, command line), so it holds only what
     # JSON can carry; a Python caller's values may hold more (tuples, NaN, enums).
     payload_from_json: bool = False
+
+
+def call_reuse(ctx: HandlerContext) -> CallReuse:
+    """The reuse of a call made with ``ctx``, by the decoding policy (``core.reuse``)."""
+    return decoding_policy(ctx.memo, ctx.payload_from_json, heuristic_counts=ctx.config.estimator != "auto")

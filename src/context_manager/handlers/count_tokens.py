@@ -14,9 +14,10 @@ from context_manager.core.counting.estimate import (
     message_sizes,
     tools_tokens,
 )
-from context_manager.core.memo import using
 from context_manager.core.counting.raw_estimate import floats_match, heuristic_tokens
-from context_manager.handlers.context import HandlerContext
+from context_manager.core.intake import Intake
+from context_manager.core.reuse import CallReuse
+from context_manager.handlers.context import HandlerContext, call_reuse
 
 FUNCTION_ID = "context::count-tokens"
 
@@ -54,38 +55,43 @@ def _heuristic_count(raws: list[Any]) -> tuple[list[int], dict[str, int]]:
     return sizes, buckets
 
 
-def _decode(payload: Any, ctx: HandlerContext) -> tuple[dict[str, Any], Any, list[int], dict[str, int]]:
+def _decode(
+    payload: Any, ctx: HandlerContext, intake: Intake
+) -> tuple[dict[str, Any], Any, list[int], dict[str, int]]:
     """(request fields, estimator, per-message estimates, their sum by role).
 
     For payloads parsed from JSON text the heuristic counts the parsed messages without
     decoding them when everything else in the request is valid.
     """
+    tools = t.FieldSpec(intake.tools)
     if ctx.payload_from_json:
         try:
-            request = t.decode_struct(payload, "CountTokensInput", _RAW_REQUEST)
+            request = t.decode_struct(payload, "CountTokensInput", {**_RAW_REQUEST, "tools": tools})
         except DecodeError:
             request = None  # the ordinary decoding below raises the exact error
         if request is not None and request["messages"] is not None:
-            est = estimator_for_model(request["model"].id, ctx.config)
+            est = estimator_for_model(request["model"].id, ctx.config, ctx.tokenizers)
             if est is HEURISTIC and floats_match():
                 return (request, est, *_heuristic_count(request["messages"]))
-    request = t.decode_struct(payload, "CountTokensInput", _REQUEST)
+    table = {**_REQUEST, "messages": t.FieldSpec(intake.messages), "tools": tools}
+    request = t.decode_struct(payload, "CountTokensInput", table)
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
-    est = estimator_for_model(request["model"].id, ctx.config)
-    sizes = message_sizes(messages, est)
+    est = estimator_for_model(request["model"].id, ctx.config, ctx.tokenizers)
+    sizes = message_sizes(messages, est, intake.reuse)
     return request, est, sizes, by_role(messages, sizes)
 
 
-def count_tokens(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    request, est, sizes, roles = _decode(payload, ctx)
+def count_tokens(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[str, Any]:
+    intake = Intake(reuse)
+    request, est, sizes, roles = _decode(payload, ctx, intake)
     tokens = sum(sizes)
     if request["system_prompt"] is not None:
         tokens += est.text(request["system_prompt"])
     response: dict[str, Any] = {"tokens": 0, "by_role": roles}
     if request["tools"] is not None:
-        counted = tools_tokens(request["tools"], est)
+        counted = tools_tokens(request["tools"], est, intake.reuse)
         tokens += counted
         response["tools_tokens"] = counted
     if request["parts"] is not None:
@@ -96,5 +102,4 @@ def count_tokens(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    with using(ctx.memo, owned=ctx.payload_from_json):
-        return count_tokens(payload, ctx)
+    return count_tokens(payload, ctx, call_reuse(ctx))

@@ -13,8 +13,9 @@ from context_manager.wire import decode as t
 from context_manager.wire.errors import invalid_request
 from context_manager.core.counting.estimate import estimator_for_model
 from context_manager.core.passes.prune import PruneParams, prune
-from context_manager.core.memo import using
-from context_manager.handlers.context import HandlerContext
+from context_manager.core.intake import Intake
+from context_manager.core.reuse import CallReuse
+from context_manager.handlers.context import HandlerContext, call_reuse
 
 FUNCTION_ID = "context::prune"
 
@@ -62,14 +63,15 @@ def prune_params(options: dict[str, Any] | None, ctx: HandlerContext) -> PrunePa
     )
 
 
-def prune_request(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    request = t.decode_struct(payload, "PruneRequest", _REQUEST)
+def prune_request(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[str, Any]:
+    intake = Intake(reuse)
+    request = t.decode_struct(payload, "PruneRequest", {**_REQUEST, "messages": t.FieldSpec(intake.messages)})
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
     model = request["model"]
-    estimator = estimator_for_model(model.id if model is not None else "", ctx.config)
-    result = prune(messages, prune_params(request["options"], ctx), estimator)
+    estimator = estimator_for_model(model.id if model is not None else "", ctx.config, ctx.tokenizers)
+    result = prune(messages, prune_params(request["options"], ctx), estimator, reuse=intake.reuse)
     return {
         "messages": result.messages,
         "pruned_tokens": result.stats.pruned_tokens,
@@ -79,5 +81,4 @@ def prune_request(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
-    with using(ctx.memo, owned=ctx.payload_from_json, as_is=ctx.config.estimator != "auto"):
-        return prune_request(payload, ctx)
+    return prune_request(payload, ctx, call_reuse(ctx))

@@ -3,7 +3,7 @@ serialization.
 
 Decoding builds dicts in the original's declaration order with sorted free-form values, but a
 parsed message that already carries exactly its canonical members may stand for its decoded
-form as it is (see ``types.decode_messages``): every count and every written answer is the
+form as it is (see ``core.intake``): every count and every written answer is the
 same, since lengths do not depend on key order and answers are written with sorted keys. What
 does depend on the order is a hash over the serialization (lease keys, emergency references)
 and text built from it (previews, summariser prompts); those take these layouts.

@@ -17,9 +17,6 @@ from typing import Any, Callable, NamedTuple
 
 from context_manager.wire.codec import Fragment, canonical_free_form, float_fragment
 from context_manager.wire.errors import DecodeError
-from context_manager.core.memo import active as active_memo
-from context_manager.core.memo import as_is_sizes
-from context_manager.core.counting.raw_estimate import floats_match, heuristic_tokens
 
 ROLES = ("user", "assistant", "function_result", "custom")
 STOP_REASONS = ("end", "length", "function_call", "aborted", "error")
@@ -522,25 +519,10 @@ USAGE_LAYOUT = tuple(_USAGE)
 
 
 def decode_messages(value: Any) -> list[dict[str, Any]]:
+    """Every message decoded into a new dict (``core.intake`` adds the reuse of a call)."""
     if type(value) is not list:
         raise invalid_type(value, "a sequence")
-    decode = decode_message
-    sizes = as_is_sizes()
-    if sizes is not None and floats_match():
-
-        def decode(raw: Any) -> dict[str, Any]:
-            # A message that already is its canonical form member for member is used as it is:
-            # checking it measures it, and copying it would change nothing but key order.
-            size = heuristic_tokens(raw, exact=True)
-            if size is None:
-                return decode_message(raw)
-            sizes[id(raw)] = size
-            return raw
-
-    memo = active_memo()
-    if memo is not None:  # messages seen by an earlier call come back already decoded
-        return memo.decode_all(value, decode)
-    return [decode(v) for v in value]
+    return [decode_message(v) for v in value]
 
 
 # --- tools, models --------------------------------------------------------------------------
@@ -568,10 +550,7 @@ _decode_tool_list = sequence(decode_function)
 
 
 def decode_tools(value: Any) -> list[dict[str, Any]]:
-    memo = active_memo()
-    if memo is None:
-        return _decode_tool_list(value)
-    return memo.decode_value("tools", value, _decode_tool_list)
+    return _decode_tool_list(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,9 @@ from typing import Any, Protocol, Sequence
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
 from context_manager.core.budget import default_reserved, preserve_recent, usable_budget
-from context_manager.core.counting.estimate import Estimator, estimator_for_model
+from context_manager.core.counting.estimate import estimator_for_model
 from context_manager.ports import (
+    Estimator,
     LeaseStore,
     SummarizeError,
     Summarizer,
@@ -25,7 +26,7 @@ from context_manager.core.resolution import resolve_model
 from context_manager.core.compaction.selection import select
 from context_manager.core.compaction.summarize import summarize_head
 from context_manager.wire.decode import ModelInput
-from context_manager.ports import Clock, ModelResolver
+from context_manager.ports import Clock, ModelResolver, TokenizerSource
 
 BUSY = {"status": "busy"}
 EMPTY = {"status": "empty"}
@@ -50,6 +51,7 @@ class CompactDeps(Protocol):
     lease_store: LeaseStore | None
     clock: Clock
     log: logging.Logger
+    tokenizers: TokenizerSource | None
 
 
 async def compact(
@@ -95,7 +97,7 @@ async def _summarise(
     budget: int,
     tail_turns: int,
 ) -> dict[str, Any]:
-    estimator: Estimator = estimator_for_model(model.id, deps.config)
+    estimator: Estimator = estimator_for_model(model.id, deps.config, deps.tokenizers)
     sizes = [estimator.message(m) for m in messages]
     selection = select(messages, sizes, budget, tail_turns,
                        user_less_compaction=deps.config.user_less_compaction)
@@ -113,6 +115,7 @@ async def _summarise(
             input_budget,
             previous_summary=options.previous_summary,
             instructions=options.instructions,
+            estimator=estimator,
             config=deps.config,
             log=deps.log,
         )

@@ -19,7 +19,7 @@ from context_manager.ports import LeaseStore, SummarizeError, Summarizer
 from context_manager.core.compaction.selection import select
 from context_manager.core.compaction.summarize import summarize_head
 from context_manager.wire.decode import ModelInput
-from context_manager.ports import Clock
+from context_manager.ports import Clock, Estimator
 
 
 class InlineCompactionRequest(Protocol):
@@ -34,6 +34,7 @@ class InlineCompactionRequest(Protocol):
     * ``usable``: the call's usable budget (summariser input budget, base of the tail budget);
     * ``tail_turns``: ``options.tail_turns`` if given, else ``config.tail_turns``;
     * ``model``: the request's ``ModelInput`` (the summary runs on the same model);
+    * ``estimator``: the estimator of this call (the summariser's requests are counted with it);
     * ``config``: this call's configuration snapshot.
     """
 
@@ -45,6 +46,7 @@ class InlineCompactionRequest(Protocol):
     usable: int
     tail_turns: int
     model: ModelInput
+    estimator: Estimator
     config: WorkerConfig
 
 
@@ -120,6 +122,7 @@ async def _compact_view(
             request.usable,
             previous_summary=request.previous_summary,
             instructions=None,
+            estimator=request.estimator,
             config=request.config,
             log=log,
         )

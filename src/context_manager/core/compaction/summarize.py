@@ -13,9 +13,9 @@ import logging
 from typing import Any, Sequence
 
 from context_manager.core.settings import WorkerConfig
-from context_manager.core.counting.estimate import Estimator, estimator_for_model
 from context_manager.wire.decode import ModelInput
 from context_manager.ports import (
+    Estimator,
     SummarizeError,
     Summarizer,
     SummarizeRequest,
@@ -116,15 +116,16 @@ async def summarize_head(
     *,
     previous_summary: str | None,
     instructions: str | None,
+    estimator: Estimator,
     config: WorkerConfig,
     log: logging.Logger | None = None,
 ) -> str:
-    """Summarise ``head`` within ``input_budget`` tokens per request (03 §3.1).
+    """Summarise ``head`` within ``input_budget`` tokens per request (03 §3.1), every request
+    counted with ``estimator`` (the calling function's, so both count alike).
 
     Returns the last reply unmodified. Raises :class:`SummarizeError`; never anything else.
     """
     log = log or logging.getLogger("context_manager.summarize")
-    estimator = estimator_for_model(model.id, config)
     prompt = render_user_prompt(strip_media(head, config.max_output_chars)).encode("utf-8")
     # The pre-flight needs no waiting, so it is reported as itself even with a zero deadline.
     preflight_chunk_bound(estimator, len(prompt), input_budget, instructions)

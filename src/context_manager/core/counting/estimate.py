@@ -7,29 +7,19 @@ would receive it: image data does not count (each image costs a flat allowance i
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable
 
 import orjson
 
 from context_manager.core.settings import WorkerConfig
+from context_manager.ports import Estimator, TokenizerSource
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import Block, image_count, text_of
-from context_manager.core.memo import active as active_memo
-from context_manager.core.memo import as_is_sizes
 from context_manager.core.memo import remembered
+from context_manager.core.reuse import CallReuse
 
 IMAGE_TOKEN_BUDGET = 4096
 _NULL_LEN = 4  # len(b"null")
-
-
-class Estimator(Protocol):
-    kind: str
-
-    def message(self, m: dict[str, Any]) -> int: ...
-
-    def text(self, s: str) -> int: ...
-
-    def function(self, f: dict[str, Any]) -> int: ...
 
 
 def is_denied(details: Any) -> bool:
@@ -88,26 +78,27 @@ class HeuristicEstimator:
 HEURISTIC = HeuristicEstimator()
 
 
-def estimator_for_model(model_id: str, config: WorkerConfig | None = None) -> Estimator:
+def estimator_for_model(
+    model_id: str, config: WorkerConfig | None, tokenizers: TokenizerSource | None
+) -> Estimator:
     """The estimator used for every count of a call on ``model_id``.
 
-    The heuristic unless the configuration opts in (``estimator: auto``) and the model belongs to
-    an OpenAI family whose tokenizer ships with the package.
+    The heuristic unless the configuration opts in (``estimator: auto``) and ``tokenizers`` has an
+    exact tokenizer for the model (the packaged source: OpenAI families whose encoding ships with
+    the package). The source is asked only under ``auto``, so it may load its tokenizers lazily.
     """
-    if config is None or config.estimator != "auto":
+    if config is None or config.estimator != "auto" or tokenizers is None:
         return HEURISTIC
-    from context_manager.adapters.tokenizers import tokenizer_for_model  # loads tiktoken only when asked
-
-    tokenizer = tokenizer_for_model(model_id)
+    tokenizer = tokenizers.estimator_for(model_id)
     return HEURISTIC if tokenizer is None else tokenizer
 
 
-def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator) -> list[int]:
+def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator, reuse: CallReuse) -> list[int]:
     """``[estimator.message(m) for m in messages]``, remembered across calls for messages the
-    active memo holds (an estimate depends on the message and the estimator only)."""
-    memo = active_memo()
+    call's memo holds (an estimate depends on the message and the estimator only)."""
+    memo = reuse.memo
     # Heuristic estimates taken while the messages were checked (parsed messages used as is).
-    known = as_is_sizes() if estimator is HEURISTIC else None
+    known = reuse.as_is if estimator is HEURISTIC else None
     if memo is None:
         if not known:
             return [estimator.message(m) for m in messages]
@@ -131,9 +122,9 @@ def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator) -> l
     return sizes
 
 
-def tools_tokens(tools: list[dict[str, Any]], estimator: Estimator) -> int:
-    """The estimate of a tools list, remembered when the active memo holds that list."""
-    return remembered(active_memo(), tools, ("tools", estimator),
+def tools_tokens(tools: list[dict[str, Any]], estimator: Estimator, reuse: CallReuse) -> int:
+    """The estimate of a tools list, remembered when the call's memo holds that list."""
+    return remembered(reuse.memo, tools, ("tools", estimator),
                       lambda: sum(estimator.function(tool) for tool in tools))
 
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_manager.wire import codec
-from context_manager.core.counting.estimate import Estimator, result_tokens
-from context_manager.core.memo import active as active_memo
+from context_manager.core.counting.estimate import result_tokens
+from context_manager.ports import Estimator
 from context_manager.core.memo import remembered
+from context_manager.core.reuse import NO_REUSE, CallReuse
 from context_manager.wire.messages import (
     Block,
     Message,
@@ -116,13 +117,16 @@ def cap_results(
     estimator: Estimator,
     function_ids: dict[tuple[int, int], str] | None = None,
     known_tokens: dict[int, tuple[Message, int]] | None = None,
+    *,
+    reuse: CallReuse = NO_REUSE,
 ) -> CapResult:
     """Cap every result over `threshold`, oldest to newest; returns new lists.
 
     `sizes` is the per-message estimate memo; every rewritten host message is re-estimated.
     A threshold of 0 disables the pass. `function_ids` is `resolve_inline_function_ids(messages)`
     when the caller already has it; `known_tokens`, when given, receives `id(m) -> (m, result
-    tokens)` of every message-level result measured (the prune pass reuses them).
+    tokens)` of every message-level result measured (the prune pass reuses them). Measures and
+    rewrites of messages held by `reuse.memo` are remembered there.
     """
     capped = list(messages)
     new_sizes = list(sizes)
@@ -130,7 +134,7 @@ def cap_results(
         return CapResult(capped, new_sizes, CapStats())
     if function_ids is None:
         function_ids = resolve_inline_function_ids(messages)
-    memo = active_memo()
+    memo = reuse.memo
     tokens_key = ("result-tokens", estimator)
     cap_key = ("cap", threshold, estimator)
     parts_total = 0

@@ -14,7 +14,8 @@ from typing import Any, Union
 from context_manager.wire import codec
 from context_manager.wire.canonical import canonical_block, canonical_message
 from context_manager.wire.codec import canonical_free_form
-from context_manager.core.counting.estimate import Estimator, result_tokens
+from context_manager.core.counting.estimate import result_tokens
+from context_manager.ports import Estimator
 from context_manager.core.passes.prune import PruneStats  # emergency work is reported with the same three counters
 from context_manager.wire.messages import (
     Block,

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Union
 
-from context_manager.core.counting.estimate import Estimator, result_tokens
-from context_manager.core.memo import active as active_memo
+from context_manager.core.counting.estimate import result_tokens
+from context_manager.ports import Estimator
 from context_manager.core.memo import remembered
+from context_manager.core.reuse import NO_REUSE, CallReuse
 from context_manager.wire.messages import (
     Block,
     Message,
@@ -107,17 +108,20 @@ def prune(
     sizes: list[int] | None = None,
     function_ids: dict[tuple[int, int], str] | None = None,
     known_tokens: dict[int, tuple[Message, int]] | None = None,
+    *,
+    reuse: CallReuse = NO_REUSE,
 ) -> PruneResult:
     """Run the pass over `messages`; returns new lists (the inputs are not modified).
 
     When a size memo is given, every rewritten host message is re-estimated into it.
     `function_ids` is `resolve_inline_function_ids(messages)` when the caller already has it;
     `known_tokens` maps `id(m)` to `(m, result tokens)` for message-level results already
-    measured in this call (the cap pass fills it).
+    measured in this call (the cap pass fills it). Measures and placeholders of messages held by
+    `reuse.memo` are remembered there.
     """
     if function_ids is None:
         function_ids = resolve_inline_function_ids(messages)
-    memo = active_memo()
+    memo = reuse.memo
     tokens_key = ("result-tokens", estimator)
     rest_key = ("prune-facts", estimator)
     scanned = 0
