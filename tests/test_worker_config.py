@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,12 +11,13 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import TestEngine
+from engine_harness import CallFailed, TestEngine
 
 from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.config.parse import defaults_object
 from context_manager.config.schema import config_schema
 from context_manager.engine.client import Backoff, EngineClient, worker_metadata
+from context_manager.handlers.registry import FUNCTIONS
 from context_manager.worker import (
     BootError,
     ConfigurationSource,
@@ -255,3 +257,27 @@ async def test_configuration_worker_gone_after_boot_keeps_the_config(engine: Tes
             engine.configuration_enabled = False
             await worker.reload()
             assert worker.config.tail_turns == 6
+
+
+# ---------------------------------------------------------------- unexpected handler failures
+
+
+async def test_an_unexpected_handler_failure_is_answered_and_logged_once(
+    engine: TestEngine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def kaput(payload: Any, ctx: Any) -> Any:
+        raise RuntimeError("kaput")
+
+    monkeypatch.setitem(FUNCTIONS, "context::count-tokens", kaput)
+    with caplog.at_level(logging.ERROR), anyio.fail_after(15):
+        async with connected(engine) as worker:
+            await worker.register_functions()
+            await anyio.to_thread.run_sync(lambda: engine.wait_for_functions({"context::count-tokens"}))
+            with pytest.raises(CallFailed) as info:
+                await anyio.to_thread.run_sync(lambda: engine.call("context::count-tokens", {"messages": []}))
+    assert (info.value.code, info.value.message) == ("invocation_failed", "internal error: kaput")
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert [(record.name, record.getMessage()) for record in errors] == [
+        ("context_manager.engine", "function context::count-tokens raised")
+    ]
+    assert errors[0].exc_info is not None and str(errors[0].exc_info[1]) == "kaput"

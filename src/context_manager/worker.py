@@ -27,7 +27,6 @@ from context_manager.config.parse import config_to_json, defaults_object, parse_
 from context_manager.config.paths import resolve_lease_dir
 from context_manager.config.schema import config_schema
 from context_manager.config.seed import load_seed
-from context_manager.wire.errors import ContextManagerError
 from context_manager.engine.history_reader import HistoryReader
 from context_manager.engine.client import (
     EngineClient,
@@ -84,10 +83,6 @@ class ConfigCallError(Exception):
     def __init__(self, function_id: str, last: RemoteError) -> None:
         super().__init__(f"{function_id} failed after {CONFIG_ATTEMPTS} attempts: {last}")
         self.code = last.code
-
-
-class InternalFailure(Exception):
-    """An unexpected exception in a handler, answered as ``invocation_failed``."""
 
 
 def config_id(environ: Mapping[str, str] | None = None) -> str:
@@ -236,22 +231,19 @@ class Worker:
             return
         await self.client.register_function(
             function_id,
-            self._bind(function_id, handler),
+            self._bind(handler),
             description=definition["description"],
             request_format=definition["request_schema"],
             response_format=definition["response_schema"],
             metadata=definition["metadata"],
         )
 
-    def _bind(self, function_id: str, handler: Any) -> Any:
+    def _bind(self, handler: Any) -> Any:
+        """The engine-facing callable: each call gets a fresh snapshot. Failures propagate to
+        the client, which answers (and logs a defect) once."""
+
         async def serve(payload: Any) -> Any:
-            try:
-                return await handler(payload, self.context())
-            except ContextManagerError:
-                raise
-            except Exception as exc:
-                log.exception("unexpected failure in %s", function_id)
-                raise InternalFailure(f"internal error: {exc}") from exc
+            return await handler(payload, self.context())
 
         return serve
 
