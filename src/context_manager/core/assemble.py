@@ -68,9 +68,9 @@ from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.resolution import resolve_model
 from context_manager.wire.messages import Message, resolve_inline_function_ids
 from context_manager.wire.decode import ModelInput
+from context_manager.wire.ints import saturating_add
 
 _INLINE_COMPACTION_MODULE = "context_manager.core.compaction.inline"
-U64_MAX = (1 << 64) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +157,7 @@ class _Context:
 
     def total(self) -> int:
         # Sums are unsigned 64-bit and saturate, as in the original.
-        return min(sum(self.sizes) + self.prompt_tokens + self.tools_tokens + self.overhead_tokens,
-                   U64_MAX)
+        return saturating_add(sum(self.sizes), self.prompt_tokens, self.tools_tokens, self.overhead_tokens)
 
 
 async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, Any]:

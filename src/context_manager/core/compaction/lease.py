@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from context_manager.wire.canonical import canonical_message
 from context_manager.wire.codec import dumps
+from context_manager.wire.ints import I64_MAX, U64_MAX
 from context_manager.ports import LeaseRecord, LeaseStore, LeaseStoreError
 from context_manager.ports import Clock
 
@@ -23,8 +24,6 @@ SCOPE = "context_lease"
 _LOG = logging.getLogger("context_manager.lease")
 # An adapter that lets an I/O error through still must not grant the lease.
 _STORE_ERRORS = (LeaseStoreError, OSError)
-_U64 = 1 << 64
-_I64_LIMIT = 1 << 63
 
 
 def default_lease_key(messages: Iterable[dict[str, Any]]) -> str:
@@ -38,8 +37,8 @@ def default_lease_key(messages: Iterable[dict[str, Any]]) -> str:
 
 def ttl_ms(lease_ttl_secs: int) -> int:
     """``lease_ttl_secs * 1000`` as the original computes it: a wrapping u64 read as i64."""
-    product = (lease_ttl_secs * 1000) % _U64
-    return product - _U64 if product >= _I64_LIMIT else product
+    product = (lease_ttl_secs * 1000) & U64_MAX
+    return product - (U64_MAX + 1) if product > I64_MAX else product
 
 
 def new_nonce() -> str:

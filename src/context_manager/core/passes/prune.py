@@ -14,6 +14,7 @@ from typing import Callable, NamedTuple, Union
 from context_manager.core.counting.estimate import Estimator, result_tokens
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import remembered
+from context_manager.wire.ints import U64_MAX
 from context_manager.wire.messages import (
     Block,
     Message,
@@ -29,7 +30,6 @@ from context_manager.wire.messages import (
 _PLACEHOLDER_PREFIX = "[output of "
 _PLACEHOLDER_MIDDLE = " pruned: was ~"
 _PLACEHOLDER_SUFFIX = " tokens; re-call it if still needed]"
-_U64_MAX = 2**64 - 1
 
 # A message-level output is located by its message index; an inline one by (message, block).
 Location = Union[int, tuple[int, int]]
@@ -85,7 +85,7 @@ def is_canonical_placeholder(content: list[Block], function_id: str) -> bool:
         return False
     value = int(number)
     # Re-rendering rejects leading zeros and any other non-canonical spelling.
-    return value <= _U64_MAX and placeholder(function_id, value) == text
+    return value <= U64_MAX and placeholder(function_id, value) == text
 
 
 def _set_content(messages: list[Message], location: Location, content: list[Block]) -> int:
