@@ -190,7 +190,13 @@ def _scalar(value: Any) -> bytes:
 
 
 def utf8_len(text: str) -> int:
-    """Length in UTF-8 bytes; ASCII strings skip the encode."""
+    """Length in UTF-8 bytes: the unit of the heuristic text estimate and of every "chars" knob
+    of the reduction passes. ASCII strings skip the encode.
+
+    A lone surrogate counts as the 3 bytes of its surrogate-escaped encoding instead of failing:
+    no decoded request carries one (the codec and the library entry refuse them), but a library
+    summariser's reply can, and its summary is still measured.
+    """
     if text.isascii():
         return len(text)
     return len(text.encode("utf-8", "surrogatepass"))

@@ -14,12 +14,12 @@ from typing import Callable, NamedTuple, Union
 from context_manager.core.counting.estimate import Estimator, result_tokens
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import remembered
+from context_manager.wire.codec import utf8_len
 from context_manager.wire.ints import U64_MAX
 from context_manager.wire.messages import (
     Block,
     Message,
     has_inline_result,
-    len8,
     resolve_inline_function_ids,
     text_block,
     text_of,
@@ -208,7 +208,7 @@ def prune(
 def _output_facts(content: list[Block], function_id: str, tokens: int, estimator: Estimator) -> tuple[int, int]:
     """(UTF-8 bytes of the text, tokens its placeholder would free) of an output of `tokens`."""
     saving = max(0, tokens - estimator.text(placeholder(function_id, tokens)))
-    return len8(text_of(content)), saving
+    return utf8_len(text_of(content)), saving
 
 
 def _placeholder_message(message: Message, candidate: _Candidate, estimator: Estimator) -> tuple[Message, int]:
