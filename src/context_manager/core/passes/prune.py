@@ -14,6 +14,7 @@ from typing import Callable, NamedTuple, Union
 from context_manager.core.counting.estimate import Estimator, result_tokens
 from context_manager.core.memo import active as active_memo
 from context_manager.core.memo import remembered
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.ints import U64_MAX
 from context_manager.wire.messages import (
@@ -37,11 +38,12 @@ Location = Union[int, tuple[int, int]]
 
 @dataclass(frozen=True, slots=True)
 class PruneParams:
-    protect_recent_tokens: int = 40000
-    decay_user_turns: int = 0
-    protected_user_turns: int = 2
-    min_free_tokens: int = 20000
-    max_output_chars: int = 2000
+    # The configuration's thresholds; a handler overrides them per call.
+    protect_recent_tokens: int = DEFAULT_CONFIG.protect_recent_tokens
+    decay_user_turns: int = DEFAULT_CONFIG.decay_user_turns
+    protected_user_turns: int = DEFAULT_CONFIG.protected_user_turns
+    min_free_tokens: int = DEFAULT_CONFIG.min_free_tokens
+    max_output_chars: int = DEFAULT_CONFIG.max_output_chars
     protected_functions: tuple[str, ...] = field(default_factory=tuple)
 
 
