@@ -225,13 +225,9 @@ class Worker:
 
     async def _register(self, definition: dict[str, Any]) -> None:
         function_id = definition["id"]
-        handler = FUNCTIONS.get(function_id)
-        if handler is None:
-            log.error("no handler for %s; it is not registered", function_id)
-            return
         await self.client.register_function(
             function_id,
-            self._bind(handler),
+            self._bind(FUNCTIONS[function_id]),
             description=definition["description"],
             request_format=definition["request_schema"],
             response_format=definition["response_schema"],
