@@ -64,7 +64,7 @@ def record_bytes(record: LeaseRecord) -> bytes:
 
 
 class FsLeaseStore:
-    """The file-backed :class:`~context_manager.ports.LeaseStore`.
+    """The file-backed lease store: a :class:`~context_manager.ports.ClaimingLeaseStore`.
 
     ``create=True`` creates ``directory`` now (the worker's boot behaviour: a directory that
     cannot be created raises :class:`LeaseDirError`); ``create=False`` defers every directory
