@@ -70,17 +70,6 @@ def config_id(environ: Mapping[str, str] | None = None) -> str:
     return env.get("III_CONFIG_NAME", "").strip() or DEFAULT_CONFIG_ID
 
 
-def is_not_found(text: str) -> bool:
-    """Whether an error text says "nothing stored": only the outermost code `NOT_FOUND` does."""
-    marker = "remote error ("
-    start = text.find(marker)
-    if start >= 0:
-        rest = text[start + len(marker) :]
-        end = rest.find(")")
-        return end >= 0 and rest[:end] == "NOT_FOUND"
-    return text.strip() == "NOT_FOUND"
-
-
 class Worker:
     """The live worker: per-call snapshots of the configuration and the lease store."""
 

@@ -23,6 +23,8 @@ UI_FORM = "context-manager"
 CONFIG_ATTEMPTS = 3
 CONFIG_ATTEMPT_TIMEOUT_MS = 5000
 CONFIG_NAMESPACE = "default"
+# The wait before retry n is n times this step (0.25 s, then 0.5 s).
+CONFIG_RETRY_STEP_S = 0.25
 
 # The worker's logger: these lines belong to its boot and reload story.
 log = logging.getLogger("context_manager.worker")
@@ -37,11 +39,18 @@ class ConfigCallError(Exception):
 
 
 class ConfigurationSource:
-    """The `configuration` worker as this worker sees it: retried get/register calls."""
+    """The `configuration` worker as this worker sees it: retried get/register calls.
 
-    def __init__(self, client: EngineClient, config_id: str) -> None:
+    Only an error whose code is exactly ``NOT_FOUND`` means "nothing stored"; every other
+    failure, after its retries, is a :class:`ConfigCallError`.
+    """
+
+    def __init__(
+        self, client: EngineClient, config_id: str, *, retry_step_s: float = CONFIG_RETRY_STEP_S
+    ) -> None:
         self._client = client
         self.config_id = config_id
+        self._retry_step_s = retry_step_s
 
     async def _call(self, function_id: str, payload: dict[str, Any]) -> Any:
         last: RemoteError | None = None
@@ -62,7 +71,7 @@ class ConfigurationSource:
                         attempt,
                         exc,
                     )
-                    await anyio.sleep(0.25 * attempt)
+                    await anyio.sleep(self._retry_step_s * attempt)
         assert last is not None
         raise ConfigCallError(function_id, last)
 
