@@ -110,9 +110,9 @@ def run_worker_command(argv: Sequence[str]) -> int:
     except SystemExit as exc:
         return 2 if exc.code else 0
     if args.manifest:
-        from context_manager.manifest import manifest_json
+        from context_manager.manifest import render_manifest
 
-        sys.stdout.write(manifest_json() + "\n")
+        sys.stdout.write(render_manifest())
         return 0
     from context_manager.worker import run_worker
 
