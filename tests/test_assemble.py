@@ -14,7 +14,7 @@ from shorthand import PNG, A, C, M, R, U, sizes
 from context_manager.core.settings import WorkerConfig
 from context_manager.core import assemble as assemble_module
 from context_manager.wire import codec
-from context_manager.core.assemble import CompactionOutcome
+from context_manager.core.compaction.inline import InlineCompaction
 from context_manager.wire.errors import DecodeError, HandlerError
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.passes.media import TEXT_ONLY_MARKER
@@ -379,8 +379,8 @@ def test_compaction_outcome_is_applied_with_request_indices(monkeypatch):
 
     async def fake_step(request, deps):
         seen.append(request)
-        return CompactionOutcome(summary="S", head_len=2, tail_start_view=2,
-                                 tokens_before=sum(request.sizes[:2]))
+        return InlineCompaction(summary="S", head_len=2, tail_start_view=2,
+                                tokens_before=sum(request.sizes[:2]))
 
     monkeypatch.setattr(assemble_module, "compaction_step", fake_step)
     payload = {"messages": wire(history), "model": inline(3000, 500), "system_prompt": "Base.",

@@ -6,12 +6,12 @@ import pytest
 
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.budget import (
-    U64_MAX,
     default_reserved,
     preserve_recent,
     usable_budget,
 )
 from context_manager.core.resolution import ResolvedModel, fallback_model
+from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX, saturating_add, saturating_mul, saturating_sub
 
 
 def model(cw: int, out: int, input_limit: int | None = None, budgets=None, provenance="inline") -> ResolvedModel:
@@ -117,3 +117,26 @@ def test_reserve_uses_window_even_with_input_limit():
 def test_thinking_budget_saturates():
     router = model(10000, 1000, budgets={"high": 100000}, provenance="router")
     assert usable_budget(router, 0, "high") == 0
+
+
+def test_integer_ranges_are_the_64_bit_ones():
+    assert (U64_MAX, I64_MIN, I64_MAX) == (18446744073709551615, -9223372036854775808, 9223372036854775807)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "difference", "product"),
+    [(5, 3, 2, 15), (3, 5, 0, 15), (7, 7, 0, 49), (U64_MAX, 1, U64_MAX - 1, U64_MAX), (U64_MAX, 2, U64_MAX - 2, U64_MAX),
+     (1 << 32, 1 << 32, 0, U64_MAX), ((1 << 32) - 1, (1 << 32) + 1, 0, U64_MAX)],
+)
+def test_saturating_sub_and_mul(a: int, b: int, difference: int, product: int) -> None:
+    assert saturating_sub(a, b) == difference
+    assert saturating_mul(a, b) == product
+
+
+def test_saturating_add_sums_any_number_of_terms_up_to_u64_max():
+    assert saturating_add() == 0
+    assert saturating_add(4) == 4
+    assert saturating_add(1, 2, 3) == 6
+    assert saturating_add(U64_MAX - 3, 1, 2) == U64_MAX
+    assert saturating_add(U64_MAX - 3, 1, 1) == U64_MAX - 1
+    assert saturating_add(U64_MAX, 1) == U64_MAX

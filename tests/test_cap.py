@@ -11,7 +11,8 @@ from shorthand import PNG, C, M, R, U, sizes
 
 from context_manager.core.passes.cap import cap_results, capped_text, choose_marker, full_marker
 from context_manager.core.counting.estimate import HEURISTIC
-from context_manager.wire.messages import len8, text_of
+from context_manager.wire.codec import utf8_len
+from context_manager.wire.messages import text_of
 
 E = HEURISTIC
 
@@ -26,11 +27,11 @@ def test_example_11_9_cap_of_a_100000_token_result():
     marker = ("\n[\u2026result capped: was ~100000 tokens; middle omitted; re-call "
               "engine::traces::list with narrower arguments if the omitted middle is needed]\n")
     assert full_marker(100000, "engine::traces::list") == marker
-    assert len8(marker) == 142
+    assert utf8_len(marker) == 142
     result = run(history, 20000)
     new_text = result.messages[2]["content"][0]["text"]
     assert new_text == "x" * 43114 + marker + "x" * 28744
-    assert len8(new_text) == 72000 and len(new_text) == 71998
+    assert utf8_len(new_text) == 72000 and len(new_text) == 71998
     assert E.text(new_text) == 18000
     assert sizes(history)[2] == 100042 and result.sizes[2] == 18043
     assert (result.stats.capped_parts, result.stats.capped_tokens) == (1, 81999)
@@ -42,10 +43,10 @@ def test_example_11_10_multibyte_text_moves_the_tail_forward():
     message = R("c1", "f::g", "\u20ac" * 120000, 1)
     result = run([message], 20000)
     marker = full_marker(90000, "f::g")
-    assert len8(marker) == 125
+    assert utf8_len(marker) == 125
     new_text = result.messages[0]["content"][0]["text"]
     assert new_text == "\u20ac" * 14375 + marker + "\u20ac" * 9583
-    assert len8(new_text) == 71999 and E.text(new_text) == 17999
+    assert utf8_len(new_text) == 71999 and E.text(new_text) == 17999
     assert (sizes([message])[0], result.sizes[0]) == (90038, 18039)
     assert result.stats.capped_tokens == 71999
 
@@ -63,10 +64,10 @@ def test_example_11_11_small_thresholds_keep_the_full_marker(
 ):
     message = R("c1", function_id, "x" * 200000, 1)
     marker = choose_marker(50000, function_id, threshold, E)
-    assert marker == full_marker(50000, function_id) and len8(marker) == marker_bytes
+    assert marker == full_marker(50000, function_id) and utf8_len(marker) == marker_bytes
     result = run([message], threshold)
     new_text = result.messages[0]["content"][0]["text"]
-    assert len8(new_text) == new_bytes
+    assert utf8_len(new_text) == new_bytes
     assert (sizes([message])[0], result.sizes[0]) == (before, after)
     assert run(result.messages, threshold).stats.capped_parts == 0
 
@@ -101,7 +102,7 @@ def test_example_11_12_image_only_result_becomes_the_marker_alone():
                  "is_error": False, "timestamp": 1})
     result = run([message], 20000)
     marker = full_marker(20480, "browser::screenshots")
-    assert len8(marker) == 141
+    assert utf8_len(marker) == 141
     assert result.messages[0]["content"] == [{"type": "text", "text": marker}]
     assert (sizes([message])[0], result.sizes[0]) == (20573, 78)
     assert result.stats.capped_tokens == 20495
@@ -113,7 +114,7 @@ def test_example_11_12_text_and_images_keep_only_text():
                  "is_error": False, "timestamp": 1})
     result = run([message], 20000)
     marker = full_marker(20730, "browser::shots")
-    assert len8(marker) == 135
+    assert utf8_len(marker) == 135
     assert result.messages[0]["content"] == [
         {"type": "text", "text": "t" * 439 + marker + "t" * 294}]
     assert (sizes([message])[0], result.sizes[0]) == (20828, 258)
@@ -123,7 +124,7 @@ def test_separator_between_text_blocks_survives_in_the_head():
     message = M({"role": "function_result", "function_call_id": "c1", "function_id": "shell::run",
                  "content": [{"type": "text", "text": "header"}, {"type": "text", "text": "x" * 100000}],
                  "timestamp": 1})
-    assert len8(text_of(message["content"])) == 100007
+    assert utf8_len(text_of(message["content"])) == 100007
     result = run([message], 20000)
     assert result.messages[0]["content"][0]["text"].startswith("header\nx")
 
@@ -135,7 +136,7 @@ def test_example_11_13_inline_cap_with_an_unresolved_call_id():
         {"type": "text", "text": "sibling"}], "timestamp": 2})
     marker = ("\n[\u2026result capped: was ~25000 tokens; middle omitted; re-call the function "
               "with narrower arguments if the omitted middle is needed]\n")
-    assert len8(marker) == 133
+    assert utf8_len(marker) == 133
     result = run([message], 20000)
     host = result.messages[0]
     assert host["content"][0] == {"type": "function_result", "function_call_id": "zz",
@@ -209,11 +210,11 @@ def test_details_just_over_2048_bytes_are_replaced():
 
 def test_example_11_2_cap_at_4000():
     message = R("c1", "shell::run", "x" * 20000, 3)
-    assert len8(full_marker(5000, "shell::run")) == 130
+    assert utf8_len(full_marker(5000, "shell::run")) == 130
     result = run([message], 4000)
     text = result.messages[0]["content"][0]["text"]
     assert text == "x" * 8562 + full_marker(5000, "shell::run") + "x" * 5708
-    assert len8(text) == 14400 and E.text(text) == 3600
+    assert utf8_len(text) == 14400 and E.text(text) == 3600
     assert result.sizes == [3640]
     assert (result.stats.capped_parts, result.stats.capped_tokens) == (1, 1400)
 

@@ -1,6 +1,7 @@
 """The standalone `call` command: exact stdout, error objects on stderr, exit statuses."""
 
 import json
+import logging
 import subprocess
 import sys
 
@@ -80,3 +81,36 @@ def test_library_call_rejects_an_invalid_config_with_value_error():
 
     with pytest.raises(ValueError, match="unknown field `bad`"):
         call("context::count-tokens", {"model": {"id": "m"}, "messages": []}, config={"bad": 1})
+
+
+async def _async_kaput(payload, ctx):
+    raise RuntimeError("kaput")
+
+
+def test_library_call_answers_a_defect_with_internal_error_and_logs_it_once(monkeypatch, caplog):
+    from context_manager import CallError, call
+    from context_manager.handlers.registry import FUNCTIONS
+
+    monkeypatch.setitem(FUNCTIONS, "context::count-tokens", _async_kaput)
+    with caplog.at_level(logging.ERROR), pytest.raises(CallError) as info:
+        call("context::count-tokens", {"model": {"id": "m"}, "messages": []})
+    assert info.value.to_dict() == {"code": "invocation_failed", "message": "internal error: kaput"}
+    assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.ERROR] == [
+        ("context_manager", "unexpected failure in context::count-tokens")
+    ]
+
+
+def test_call_command_answers_a_defect_with_internal_error_and_logs_it_once(monkeypatch, caplog, capsysbinary, tmp_path):
+    from context_manager.cli import run_call
+    from context_manager.handlers.registry import FUNCTIONS
+
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps({"model": {"id": "m"}, "messages": []}))
+    monkeypatch.setitem(FUNCTIONS, "context::count-tokens", _async_kaput)
+    with caplog.at_level(logging.ERROR):
+        assert run_call(["context::count-tokens", "--input", str(path)]) == 1
+    out, err = capsysbinary.readouterr()
+    assert (out, err) == (b"", b'{"code":"invocation_failed","message":"internal error: kaput"}\n')
+    assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.ERROR] == [
+        ("context_manager", "unexpected failure")
+    ]

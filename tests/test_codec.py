@@ -2,6 +2,7 @@ import math
 
 import pytest
 
+from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.wire.codec import canonical_free_form, dumps, dumps_wire, format_float, loads, utf8_len
 from context_manager.wire.errors import DecodeError
 
@@ -63,6 +64,15 @@ def test_utf8_length_counts_bytes():
     assert utf8_len("héllo 😀") == 11
     assert utf8_len("ééé😀") == 10
     assert utf8_len("plain") == 5
+
+
+def test_a_lone_surrogate_counts_as_its_three_surrogate_escaped_bytes():
+    assert utf8_len("\ud800") == 3
+    assert utf8_len("a\udc00b") == 5
+    assert utf8_len("\u00e9\ud800") == 5
+    # Two surrogates in a Python str stay two code points: 6 bytes, not the pair's 4.
+    assert utf8_len("\ud83d\ude00") == 6
+    assert HEURISTIC.text("\ud800" * 4) == 3
 
 
 def test_non_finite_floats_are_rejected_in_free_form_values():

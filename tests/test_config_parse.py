@@ -7,6 +7,8 @@ import pytest
 
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import (
+    ESTIMATORS,
+    OVERFLOW_FALLBACKS,
     ConfigError,
     config_to_json,
     defaults_object,
@@ -166,6 +168,13 @@ def test_extension_enum_keys(key, allowed):
     )
     for bad in (None, 1, True, ["error"]):
         rejection({key: bad})
+
+
+def test_the_enumerations_are_the_record_literals_in_order():
+    assert OVERFLOW_FALLBACKS == ("error", "drop_oldest")
+    assert ESTIMATORS == ("heuristic", "auto")
+    assert config_schema()["properties"]["overflow_fallback"]["enum"] == ["error", "drop_oldest"]
+    assert config_schema()["properties"]["estimator"]["enum"] == ["heuristic", "auto"]
 
 
 def test_first_fault_in_key_order_is_reported():

@@ -12,7 +12,8 @@ import pytest
 from compaction_support import A, MemoryLeaseStore, U, X, decoded
 from context_manager.core.compaction import lease
 from context_manager.wire.codec import dumps
-from context_manager.ports import LeaseRecord
+from context_manager.adapters.fs_lease_store import FsLeaseStore
+from context_manager.ports import ClaimingLeaseStore, LeaseRecord
 from context_manager.ports import ManualClock
 
 KEY = "K"
@@ -163,6 +164,36 @@ def test_example_17_two_acquirers_in_one_process():
     assert a_swap == winner
     assert b_swap != winner and b_swap.ts == 5  # the short window holding B's claim
     assert b_restore == winner
+
+
+class _ClaimingMemoryStore(_YieldingStore):
+    async def claim(self, scope, key, record, held):
+        await asyncio.sleep(0)
+        prior = self.records.get((scope, key))
+        if not held(prior):
+            self.records[(scope, key)] = record
+        self.states.append(("claim", self.records.get((scope, key))))
+        return prior
+
+
+def test_only_stores_with_claim_are_claiming_stores(tmp_path):
+    assert isinstance(FsLeaseStore(tmp_path, create=False), ClaimingLeaseStore)
+    assert isinstance(_ClaimingMemoryStore(), ClaimingLeaseStore)
+    assert not isinstance(MemoryLeaseStore(), ClaimingLeaseStore)
+
+
+def test_example_17_with_a_claiming_store_the_loser_never_writes():
+    store, clock = _ClaimingMemoryStore(), ManualClock(5)
+
+    async def both():
+        return await asyncio.gather(
+            lease.acquire(store, clock, KEY, TTL), lease.acquire(store, clock, KEY, TTL))
+
+    first, second = asyncio.run(both())
+    assert first is not None and second is None
+    winner = LeaseRecord(first, 5)
+    assert store.records[(lease.SCOPE, KEY)] == winner
+    assert store.states == [("claim", winner), ("claim", winner)]
 
 
 def test_release_of_a_missing_claim_does_nothing():

@@ -70,3 +70,18 @@ def test_without_a_summarizer_no_lease_directory_is_created(tmp_path):
     with pytest.raises(CallError, match="context/overflow"):
         call("context::assemble", _payload(), config=config)
     assert not (tmp_path / "never").exists()
+
+
+def test_a_summary_with_a_lone_surrogate_is_measured_by_its_surrogate_escaped_bytes(lease_dir):
+    # A Python summariser can return what no JSON peer could; each lone surrogate weighs 3 bytes,
+    # the same as a 3-byte character, and nothing fails.
+    def replying(summary: str):
+        return lambda system_prompt, user_prompt, model: summary
+
+    padding = "s" * 397
+    lone = call("context::compact", _payload(), config=lease_dir, summarizer=replying(padding + "\ud800"))
+    euro = call("context::compact", _payload(), config=lease_dir, summarizer=replying(padding + "\u20ac"))
+    ascii_400 = call("context::compact", _payload(), config=lease_dir, summarizer=replying(padding + "sss"))
+    ascii_397 = call("context::compact", _payload(), config=lease_dir, summarizer=replying(padding))
+    assert lone["summary"] == padding + "\ud800"
+    assert lone["tokens_after"] == euro["tokens_after"] == ascii_400["tokens_after"] == ascii_397["tokens_after"] + 1

@@ -24,6 +24,20 @@ P0 = PruneParams(protect_recent_tokens=100, decay_user_turns=0, protected_user_t
 DEFAULTS = PruneParams()
 
 
+def test_default_params_are_the_configuration_defaults():
+    config = WorkerConfig()
+    assert DEFAULTS == PruneParams(
+        protect_recent_tokens=config.protect_recent_tokens,
+        decay_user_turns=config.decay_user_turns,
+        protected_user_turns=config.protected_user_turns,
+        min_free_tokens=config.min_free_tokens,
+        max_output_chars=config.max_output_chars,
+        protected_functions=(),
+    )
+    assert (DEFAULTS.protect_recent_tokens, DEFAULTS.decay_user_turns, DEFAULTS.protected_user_turns,
+            DEFAULTS.min_free_tokens, DEFAULTS.max_output_chars) == (40000, 0, 2, 20000, 2000)
+
+
 def stats(result):
     s = result.stats
     return (s.pruned_tokens, s.pruned_parts, s.scanned_parts)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from shorthand import PNG, C, M, U
 
 from context_manager.core.counting.estimate import HEURISTIC, result_tokens
+from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import (
     image_count,
     is_real_user_turn,
-    len8,
     resolve_inline_function_ids,
     text_of,
 )
@@ -40,10 +40,10 @@ def test_result_tokens_is_text_estimate_plus_image_allowances():
     assert result_tokens(blocks, HEURISTIC) == 250 + 2 * 4096
 
 
-def test_len8_counts_utf8_bytes():
-    assert len8("\u20ac") == 3
-    assert len8("\u2026") == 3
-    assert len8("\u00e9" * 3) == 6
+def test_utf8_len_counts_utf8_bytes():
+    assert utf8_len("\u20ac") == 3
+    assert utf8_len("\u2026") == 3
+    assert utf8_len("\u00e9" * 3) == 6
 
 
 def test_real_user_turns_exclude_result_wrappers_and_other_roles():

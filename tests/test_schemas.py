@@ -89,6 +89,22 @@ def test_seven_functions_in_registration_order():
     assert PUBLIC_FUNCTION_IDS == FUNCTION_IDS[:4]
 
 
+def test_every_registered_function_has_a_handler():
+    from context_manager.handlers import assemble, compact, count_tokens, internal, prune
+    from context_manager.handlers.registry import FUNCTIONS
+
+    assert FUNCTIONS == {
+        "context::count-tokens": count_tokens.handle,
+        "context::prune": prune.handle,
+        "context::assemble": assemble.handle,
+        "context::compact": compact.handle,
+        "context::on-models-changed": internal.handle_on_models_changed,
+        "context::on-config-change": internal.handle_on_config_change,
+        "context-manager::ui-content": internal.handle_ui_content,
+    }
+    assert set(FUNCTIONS) == set(FUNCTION_IDS)
+
+
 def test_ids_match_the_reference(reference):
     assert set(reference) == set(FUNCTION_IDS)
 

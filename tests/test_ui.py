@@ -108,6 +108,17 @@ def test_page_contains_config_forms_and_every_key():
     assert set(KEYS_1_1_6 + EXTENSION_KEYS) == set(DEFAULT_CONFIG.key_names())
 
 
+def test_page_fallbacks_are_the_configuration_defaults():
+    # The page is a static asset, so it restates the defaults: this keeps the copies equal.
+    fallbacks = {key: int(value) for key, value in
+                 re.findall(r"key: '(\w+)',\n(?:\s+\w+: .*\n)*?\s+fallback: (\d+),", PAGE)}
+    numeric = {key for key in DEFAULT_CONFIG.key_names() if type(getattr(DEFAULT_CONFIG, key)) is int}
+    assert fallbacks == {key: getattr(DEFAULT_CONFIG, key) for key in numeric}
+    assert f"placeholder: '{DEFAULT_CONFIG.lease_dir}'" in PAGE
+    assert "fallbackText: 'off (error)'" in PAGE and DEFAULT_CONFIG.overflow_fallback == "error"
+    assert "fallbackText: 'off (heuristic)'" in PAGE and DEFAULT_CONFIG.estimator == "heuristic"
+
+
 def test_page_is_an_esm_module_importing_only_shared_specifiers():
     allowed = {"react", "react-dom", "react-dom/client", "react/jsx-runtime", "@iii-dev/console-ui"}
     imports = re.findall(r"^import\s.*?from\s+'([^']+)'", PAGE, flags=re.MULTILINE)

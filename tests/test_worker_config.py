@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,19 +11,15 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import TestEngine
+from engine_harness import CallFailed, TestEngine
 
 from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.config.parse import defaults_object
 from context_manager.config.schema import config_schema
-from context_manager.engine.client import Backoff, EngineClient, worker_metadata
-from context_manager.worker import (
-    BootError,
-    ConfigurationSource,
-    Worker,
-    config_id,
-    is_not_found,
-)
+from context_manager.adapters.configuration import ConfigCallError, ConfigurationSource
+from context_manager.engine.client import Backoff, EngineClient, RemoteError, worker_metadata
+from context_manager.handlers.registry import FUNCTIONS
+from context_manager.worker import BootError, Worker, config_id
 
 pytestmark = pytest.mark.anyio
 
@@ -61,23 +58,42 @@ def config_calls(engine: TestEngine) -> list[tuple[str, Any]]:
 # ---------------------------------------------------------------- NOT_FOUND rule (§2.7)
 
 
+class _FailingConfiguration:
+    """A client whose every configuration call fails with one error."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.error = RemoteError(code, message, "configuration::get")
+        self.calls: list[tuple[str, Any, int, str]] = []
+
+    async def invoke(self, function_id: str, payload: Any, *, timeout_ms: int, namespace: str) -> Any:
+        self.calls.append((function_id, payload, timeout_ms, namespace))
+        raise self.error
+
+
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("code", "message", "nothing_stored"),
     [
-        ("NOT_FOUND", True),
-        ("remote error (NOT_FOUND): configuration not found", True),
-        ("configuration::get failed after 3 attempts: remote error (NOT_FOUND): missing", True),
-        ("function_not_found", False),
-        ("statement_not_found", False),
-        ("RESOURCE_NOT_FOUND", False),
-        ("remote error (ADAPTER_ERROR): NOT_FOUND", False),
-        ("remote error (OTHER): remote error (NOT_FOUND): nested", False),
-        ("configuration::get failed after 3 attempts: function_not_found", False),
-        ("remote error (not_found): x", False),
+        ("NOT_FOUND", "configuration not found", True),
+        ("NOT_FOUND", "", True),
+        ("function_not_found", "Function configuration::get not found in namespace default.", False),
+        ("statement_not_found", "x", False),
+        ("RESOURCE_NOT_FOUND", "x", False),
+        ("ADAPTER_ERROR", "NOT_FOUND", False),
+        ("OTHER", "remote error (NOT_FOUND): nested", False),
+        ("not_found", "x", False),
     ],
 )
-def test_not_found_rule(text: str, expected: bool) -> None:
-    assert is_not_found(text) is expected
+async def test_not_found_rule(code: str, message: str, nothing_stored: bool) -> None:
+    client = _FailingConfiguration(code, message)
+    source = ConfigurationSource(client, CONFIG_ID, retry_step_s=0)  # type: ignore[arg-type]
+    if nothing_stored:
+        assert await source.try_get() == (False, None)
+    else:
+        with pytest.raises(ConfigCallError) as info:
+            await source.try_get()
+        assert info.value.code == code
+        assert str(info.value) == f"configuration::get failed after 3 attempts: remote error ({code}): {message}"
+    assert client.calls == [("configuration::get", {"id": CONFIG_ID}, 5000, "default")] * 3
 
 
 @pytest.mark.parametrize(
@@ -255,3 +271,27 @@ async def test_configuration_worker_gone_after_boot_keeps_the_config(engine: Tes
             engine.configuration_enabled = False
             await worker.reload()
             assert worker.config.tail_turns == 6
+
+
+# ---------------------------------------------------------------- unexpected handler failures
+
+
+async def test_an_unexpected_handler_failure_is_answered_and_logged_once(
+    engine: TestEngine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def kaput(payload: Any, ctx: Any) -> Any:
+        raise RuntimeError("kaput")
+
+    monkeypatch.setitem(FUNCTIONS, "context::count-tokens", kaput)
+    with caplog.at_level(logging.ERROR), anyio.fail_after(15):
+        async with connected(engine) as worker:
+            await worker.register_functions()
+            await anyio.to_thread.run_sync(lambda: engine.wait_for_functions({"context::count-tokens"}))
+            with pytest.raises(CallFailed) as info:
+                await anyio.to_thread.run_sync(lambda: engine.call("context::count-tokens", {"messages": []}))
+    assert (info.value.code, info.value.message) == ("invocation_failed", "internal error: kaput")
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert [(record.name, record.getMessage()) for record in errors] == [
+        ("context_manager.engine", "function context::count-tokens raised")
+    ]
+    assert errors[0].exc_info is not None and str(errors[0].exc_info[1]) == "kaput"

@@ -12,7 +12,7 @@ import orjson
 from context_manager.adapters.callable_summarizer import SyncSummarizer
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
-from context_manager.wire.errors import INVOCATION_FAILED, CallError, ContextManagerError
+from context_manager.wire.errors import INVOCATION_FAILED, CallError, ContextManagerError, error_envelope
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
 
@@ -77,7 +77,7 @@ async def call_async(function_id: str, payload: Any, ctx: HandlerContext) -> dic
     try:
         return await handler(payload, ctx)
     except ContextManagerError as exc:
-        raise CallError(exc.code, exc.wire_message) from None
+        raise CallError(*error_envelope(exc)) from None
 
 
 def _refuse_what_json_cannot_carry(payload: Any) -> None:
@@ -108,7 +108,7 @@ def call(
     try:
         ctx = build_context(_config_from(config), summarizer)
     except ContextManagerError as exc:
-        raise CallError(exc.code, exc.wire_message) from None
+        raise CallError(*error_envelope(exc)) from None
     # The returned dicts are the caller's to keep and change: none of them may be shared with
     # later calls, so library calls decode afresh.
     ctx.memo = None
@@ -120,4 +120,4 @@ def call(
         raise
     except Exception as exc:  # a defect must still answer with the envelope, never a traceback
         log.exception("unexpected failure in %s", function_id)
-        raise CallError(INVOCATION_FAILED, f"internal error: {exc}") from None
+        raise CallError(*error_envelope(exc)) from None

@@ -56,7 +56,7 @@ def run_call(argv: Sequence[str]) -> int:
     from context_manager.api import UnknownFunction, build_context, run_handler
     from context_manager.core.settings import DEFAULT_CONFIG
     from context_manager.wire.codec import dumps_wire, loads
-    from context_manager.wire.errors import CallError, ContextManagerError
+    from context_manager.wire.errors import CallError, ContextManagerError, error_envelope
     from context_manager.handlers.registry import FUNCTIONS
 
     if args.function_id not in FUNCTIONS:
@@ -81,15 +81,13 @@ def run_call(argv: Sequence[str]) -> int:
         payload = loads(raw)
         result = run_handler(args.function_id, payload, ctx)
         output = dumps_wire(result)
-    except ContextManagerError as exc:
-        return _fail(exc.code, exc.wire_message)
-    except CallError as exc:
-        return _fail(exc.code, exc.message)
+    except (ContextManagerError, CallError) as exc:
+        return _fail(*error_envelope(exc))
     except UnknownFunction:  # pragma: no cover - checked above
         return _usage_error(f"unknown function id {args.function_id!r}")
     except Exception as exc:
         logging.getLogger("context_manager").exception("unexpected failure")
-        return _fail("invocation_failed", f"internal error: {exc}")
+        return _fail(*error_envelope(exc))
     sys.stdout.buffer.write(output + b"\n")
     sys.stdout.flush()
     return 0
@@ -112,9 +110,9 @@ def run_worker_command(argv: Sequence[str]) -> int:
     except SystemExit as exc:
         return 2 if exc.code else 0
     if args.manifest:
-        from context_manager.manifest import manifest_json
+        from context_manager.manifest import render_manifest
 
-        sys.stdout.write(manifest_json() + "\n")
+        sys.stdout.write(render_manifest())
         return 0
     from context_manager.worker import run_worker
 

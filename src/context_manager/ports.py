@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Literal, Protocol
+from typing import Any, Awaitable, Callable, Literal, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +201,18 @@ class LeaseStore(Protocol):
         """Atomically write ``record`` and return what was stored before it."""
         ...
 
-    # Optional: a store that can also check before it writes, in one atomic step, offers
-    # ``async def claim(scope, key, record, held) -> prior``, which writes ``record`` only when
-    # ``held(prior)`` is false and returns ``prior`` either way. The protocol then never has to
-    # write a racer's claim back (see ``core.lease.acquire``).
+
+@runtime_checkable
+class ClaimingLeaseStore(LeaseStore, Protocol):
+    """A lease store that can also check before it writes, in one atomic step.
+
+    The lease protocol (``core.compaction.lease.acquire``) tells the two kinds apart with
+    ``isinstance``: with ``claim`` a losing racer never writes, so no racer's claim ever has to be
+    written back; a plain store takes the key with ``swap`` and restores a racer's claim.
+    """
+
+    async def claim(
+        self, scope: str, key: str, record: LeaseRecord, held: Callable[[LeaseRecord | None], bool]
+    ) -> LeaseRecord | None:
+        """Write ``record`` only when ``held(prior)`` is false; return ``prior`` either way."""
+        ...

@@ -19,21 +19,18 @@ from typing import Any
 import anyio
 
 from context_manager._version import __version__
+from context_manager.adapters.configuration import ConfigurationSource
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
-from context_manager.config.parse import config_to_json, defaults_object, parse_config_value
 from context_manager.config.paths import resolve_lease_dir
-from context_manager.config.schema import config_schema
 from context_manager.config.seed import load_seed
-from context_manager.wire.errors import ContextManagerError
 from context_manager.engine.history_reader import HistoryReader
 from context_manager.engine.client import (
     EngineClient,
     RegistrationRejected,
-    RemoteError,
     invoke_callable,
     worker_metadata,
 )
@@ -45,17 +42,6 @@ from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
 
 WORKER_NAME = "context-manager"
 DEFAULT_CONFIG_ID = "context-manager"
-CONFIG_NAME = "Context Manager"
-CONFIG_DESCRIPTION = (
-    "Tunes context-manager: output reserves, prune thresholds, the verbatim compaction tail, "
-    "the compaction lease TTL and directory, and the summariser timeout."
-)
-UI_FORM = "context-manager"
-
-CONFIG_ATTEMPTS = 3
-CONFIG_ATTEMPT_TIMEOUT_MS = 5000
-CONFIG_NAMESPACE = "default"
-
 MODELS_CHANGED_TRIGGER = "router::models::changed"
 UI_ASSETS = (
     ("console:script", "context-manager/page.js"),
@@ -79,99 +65,10 @@ class BootError(Exception):
         self.cause = cause
 
 
-class ConfigCallError(Exception):
-    """A configuration call that failed all its attempts; ``code`` is the last error's code."""
-
-    def __init__(self, function_id: str, last: RemoteError) -> None:
-        super().__init__(f"{function_id} failed after {CONFIG_ATTEMPTS} attempts: {last}")
-        self.code = last.code
-
-
-class InternalFailure(Exception):
-    """An unexpected exception in a handler, answered as ``invocation_failed``."""
-
-
 def config_id(environ: Mapping[str, str] | None = None) -> str:
     """``III_CONFIG_NAME`` (trimmed) when non-empty, else ``context-manager`` (spec 04 §2.5)."""
     env = os.environ if environ is None else environ
     return env.get("III_CONFIG_NAME", "").strip() or DEFAULT_CONFIG_ID
-
-
-def is_not_found(text: str) -> bool:
-    """Whether an error text says "nothing stored": only the outermost code `NOT_FOUND` does."""
-    marker = "remote error ("
-    start = text.find(marker)
-    if start >= 0:
-        rest = text[start + len(marker) :]
-        end = rest.find(")")
-        return end >= 0 and rest[:end] == "NOT_FOUND"
-    return text.strip() == "NOT_FOUND"
-
-
-class ConfigurationSource:
-    """The `configuration` worker as this worker sees it: retried get/register calls."""
-
-    def __init__(self, client: EngineClient, config_id: str) -> None:
-        self._client = client
-        self.config_id = config_id
-
-    async def _call(self, function_id: str, payload: dict[str, Any]) -> Any:
-        last: RemoteError | None = None
-        for attempt in range(1, CONFIG_ATTEMPTS + 1):
-            try:
-                return await self._client.invoke(
-                    function_id,
-                    payload,
-                    timeout_ms=CONFIG_ATTEMPT_TIMEOUT_MS,
-                    namespace=CONFIG_NAMESPACE,
-                )
-            except RemoteError as exc:
-                last = exc
-                if attempt < CONFIG_ATTEMPTS:
-                    log.warning(
-                        "configuration call failed, retrying (function_id=%s attempt=%d error=%s)",
-                        function_id,
-                        attempt,
-                        exc,
-                    )
-                    await anyio.sleep(0.25 * attempt)
-        assert last is not None
-        raise ConfigCallError(function_id, last)
-
-    async def try_get(self) -> tuple[bool, Any]:
-        """``(False, None)`` when nothing is stored; ``(True, reply)`` otherwise."""
-        try:
-            return True, await self._call("configuration::get", {"id": self.config_id})
-        except ConfigCallError as exc:
-            if exc.code == "NOT_FOUND":
-                return False, None
-            raise
-
-    async def register(self, seed: WorkerConfig | None) -> None:
-        payload: dict[str, Any] = {
-            "id": self.config_id,
-            "name": CONFIG_NAME,
-            "description": CONFIG_DESCRIPTION,
-            "schema": config_schema(),
-            "metadata": {"ui_form": UI_FORM},
-        }
-        found, reply = await self.try_get()
-        stored = reply.get("value") if found and isinstance(reply, dict) else None
-        # register replaces the stored value whenever initial_value is present: seed only an
-        # entry that holds nothing usable.
-        if stored is None:
-            payload["initial_value"] = config_to_json(seed) if seed is not None else defaults_object()
-        await self._call("configuration::register", payload)
-
-    async def fetch(self) -> WorkerConfig:
-        found, reply = await self.try_get()
-        if not found or not isinstance(reply, dict) or "value" not in reply:
-            raise LookupError(f"configuration `{self.config_id}` not found")
-        value = reply["value"]
-        if value is None:
-            log.info("stored configuration is null; using the built-in defaults")
-            return DEFAULT_CONFIG
-        return parse_config_value(value)
 
 
 class Worker:
@@ -231,28 +128,21 @@ class Worker:
 
     async def _register(self, definition: dict[str, Any]) -> None:
         function_id = definition["id"]
-        handler = FUNCTIONS.get(function_id)
-        if handler is None:
-            log.error("no handler for %s; it is not registered", function_id)
-            return
         await self.client.register_function(
             function_id,
-            self._bind(function_id, handler),
+            self._bind(FUNCTIONS[function_id]),
             description=definition["description"],
             request_format=definition["request_schema"],
             response_format=definition["response_schema"],
             metadata=definition["metadata"],
         )
 
-    def _bind(self, function_id: str, handler: Any) -> Any:
+    def _bind(self, handler: Any) -> Any:
+        """The engine-facing callable: each call gets a fresh snapshot. Failures propagate to
+        the client, which answers (and logs a defect) once."""
+
         async def serve(payload: Any) -> Any:
-            try:
-                return await handler(payload, self.context())
-            except ContextManagerError:
-                raise
-            except Exception as exc:
-                log.exception("unexpected failure in %s", function_id)
-                raise InternalFailure(f"internal error: {exc}") from exc
+            return await handler(payload, self.context())
 
         return serve
 

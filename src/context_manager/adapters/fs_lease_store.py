@@ -20,10 +20,9 @@ from typing import Callable, Iterator
 import orjson
 
 from context_manager.ports import LeaseRecord, LeaseStoreError
+from context_manager.wire.ints import I64_MAX, I64_MIN
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_I64_MIN = -(1 << 63)
-_I64_MAX = (1 << 63) - 1
 LOCK_FILE_NAME = ".lock"  # never a record: record names always end in ".json"
 
 
@@ -55,7 +54,7 @@ def parse_record(text: str) -> LeaseRecord | None:
     if type(value) is not dict:
         return None
     nonce, ts = value.get("nonce"), value.get("ts")
-    if type(nonce) is not str or type(ts) is not int or not _I64_MIN <= ts <= _I64_MAX:
+    if type(nonce) is not str or type(ts) is not int or not I64_MIN <= ts <= I64_MAX:
         return None
     return LeaseRecord(nonce, ts)
 
@@ -65,7 +64,7 @@ def record_bytes(record: LeaseRecord) -> bytes:
 
 
 class FsLeaseStore:
-    """The file-backed :class:`~context_manager.ports.LeaseStore`.
+    """The file-backed lease store: a :class:`~context_manager.ports.ClaimingLeaseStore`.
 
     ``create=True`` creates ``directory`` now (the worker's boot behaviour: a directory that
     cannot be created raises :class:`LeaseDirError`); ``create=False`` defers every directory

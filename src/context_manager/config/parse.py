@@ -9,15 +9,15 @@ only the prefix is stable (``json parse`` for fetched values, ``yaml parse`` for
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, get_args
 
 from context_manager.wire import decode as t
 from context_manager.wire.errors import DecodeError
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, EstimatorName, OverflowFallback, WorkerConfig
 
 
-OVERFLOW_FALLBACKS = ("error", "drop_oldest")
-ESTIMATORS = ("heuristic", "auto")
+OVERFLOW_FALLBACKS: tuple[str, ...] = get_args(OverflowFallback)
+ESTIMATORS: tuple[str, ...] = get_args(EstimatorName)
 
 
 class ConfigError(ValueError):

@@ -17,40 +17,16 @@ a from-scratch count of what would be returned):
 
 Compaction hand-over
 --------------------
-``compaction_step`` calls ``core.inline_compaction.try_compact(request, deps)`` when that module
-exists and ``deps.summarizer`` is set; otherwise compaction is unavailable and the call falls
-through to emergency reduction exactly as with a busy lease or a failed summariser.
-
-``request`` is a :class:`CompactionRequest`:
-
-* ``view``: the model-facing message list after media normalization, cap and prune (canonical
-  dicts; custom messages already removed);
-* ``sizes``: ``sizes[i]`` is the estimate of ``view[i]``;
-* ``view_to_orig``: ``view_to_orig[i]`` is the request index of ``view[i]``;
-* ``request_messages``: the decoded request list as received (customs included, images not
-  normalized): what the default lease key hashes;
-* ``lease_key``: ``options.lease_key`` verbatim, or ``None`` for the default key;
-* ``base_system_prompt``: the request's ``system_prompt`` as given (``None`` when absent);
-* ``previous_summary``: ``options.previous_summary`` (the anchor of an update-mode summary);
-* ``system_prompt``: the currently rendered system prompt (base trimmed + previous summary);
-* ``usable``: the usable budget (input budget of the summariser, base of the tail budget);
-* ``tail_turns``: ``options.tail_turns`` if given, else ``config.tail_turns``;
-* ``model``: the request's ``ModelInput``; ``estimator``: the estimator of this call;
-* ``config``: the configuration snapshot of this call.
-
-``try_compact`` returns ``None`` (nothing compacted: busy lease, nothing to summarise, whole-head
-selection, summariser failure) or an object with ``summary: str``, ``head_len: int`` (view
-messages summarised, ``0 < head_len < len(view)``), ``tail_start_view: int | None`` and
-``tokens_before: int`` (sum of ``sizes[:head_len]``). Assemble then re-renders the prompt with
-the new summary, drops the head from the view and the memo, and reports ``compacted``,
-``summary``, ``tail_start_index = view_to_orig[tail_start_view]``, ``tokens_before`` and
+``compaction_step`` hands a ``core.compaction.inline.CompactionRequest`` to ``try_compact``,
+whose ``InlineCompaction`` (or ``None``: no summariser, busy lease, nothing to summarise,
+summariser failure) comes back; both types document the contract. Without an outcome the call
+falls through to emergency reduction. With one, assemble reports ``compacted``, ``summary``,
+``tail_start_index = view_to_orig[tail_start_view]``, ``tokens_before`` and
 ``summarized_head_tokens``.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -63,6 +39,7 @@ from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.emergency import emergency_reduce
 from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
+from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.compaction.prompts import render_system_prompt
 from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.resolution import resolve_model
@@ -70,9 +47,7 @@ from context_manager.core.reuse import CallReuse
 from context_manager.wire.messages import Message, resolve_inline_function_ids
 from context_manager.wire.decode import ModelInput
 from context_manager.ports import Estimator, TokenizerSource
-
-_INLINE_COMPACTION_MODULE = "context_manager.core.compaction.inline"
-U64_MAX = (1 << 64) - 1
+from context_manager.wire.ints import saturating_add
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,31 +86,6 @@ class AssembleDeps(Protocol):
     tokenizers: TokenizerSource | None
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionRequest:
-    view: list[Message]
-    sizes: list[int]
-    view_to_orig: list[int]
-    request_messages: list[Message]
-    lease_key: str | None
-    base_system_prompt: str | None
-    previous_summary: str | None
-    system_prompt: str
-    usable: int
-    tail_turns: int
-    model: ModelInput
-    estimator: Estimator
-    config: WorkerConfig
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOutcome:
-    summary: str
-    head_len: int
-    tail_start_view: int | None
-    tokens_before: int
-
-
 @dataclass(slots=True)
 class _Context:
     """The working state of one call; ``total`` is the size of what would be returned now."""
@@ -160,8 +110,7 @@ class _Context:
 
     def total(self) -> int:
         # Sums are unsigned 64-bit and saturate, as in the original.
-        return min(sum(self.sizes) + self.prompt_tokens + self.tools_tokens + self.overhead_tokens,
-                   U64_MAX)
+        return saturating_add(sum(self.sizes), self.prompt_tokens, self.tools_tokens, self.overhead_tokens)
 
 
 async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse) -> dict[str, Any]:
@@ -365,7 +314,7 @@ def _breakdown(
 
 def _apply_compaction(
     state: _Context,
-    outcome: Any,
+    outcome: InlineCompaction,
     base_system_prompt: str | None,
     estimator: Estimator,
     applied: dict[str, Any],
@@ -376,20 +325,14 @@ def _apply_compaction(
     state.view = state.view[head_len:]
     state._function_ids = None
     state.sizes = state.sizes[head_len:]
-    tail_start = outcome.tail_start_view
     applied["compacted"] = True
     applied["summary"] = outcome.summary
-    applied["tail_start_index"] = None if tail_start is None else state.view_to_orig[tail_start]
+    applied["tail_start_index"] = state.view_to_orig[outcome.tail_start_view]
     applied["tokens_before"] = outcome.tokens_before
     applied["summarized_head_tokens"] = outcome.tokens_before
     state.view_to_orig = state.view_to_orig[head_len:]
 
 
-async def compaction_step(request: CompactionRequest, deps: AssembleDeps) -> Any:
-    """Inline compaction when it is available; ``None`` means "not compacted this call"."""
-    if deps.summarizer is None:
-        return None
-    if importlib.util.find_spec(_INLINE_COMPACTION_MODULE) is None:
-        return None
-    inline_compaction = importlib.import_module(_INLINE_COMPACTION_MODULE)
-    return await inline_compaction.try_compact(request, deps)
+async def compaction_step(request: CompactionRequest, deps: AssembleDeps) -> InlineCompaction | None:
+    """Inline compaction; ``None`` means "not compacted this call" (also without a summariser)."""
+    return await try_compact(request, deps)

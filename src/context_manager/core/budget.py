@@ -8,23 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from context_manager.wire.ints import saturating_mul, saturating_sub
+
 if TYPE_CHECKING:
     from context_manager.core.settings import WorkerConfig
     from context_manager.core.resolution import ResolvedModel
 
-U64_MAX = (1 << 64) - 1
-
 # The adaptive verbatim-tail budget is a quarter of the usable budget, kept in this band.
 PRESERVE_RECENT_MIN = 2000
 PRESERVE_RECENT_MAX = 8000
-
-
-def saturating_sub(a: int, b: int) -> int:
-    return a - b if a > b else 0
-
-
-def saturating_mul(a: int, b: int) -> int:
-    return min(a * b, U64_MAX)
 
 
 def default_reserved(context_window: int, config: WorkerConfig) -> int:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Literal
+
+# The accepted values of the two enumerated keys; config parsing and the schema list them from here.
+OverflowFallback = Literal["error", "drop_oldest"]
+EstimatorName = Literal["heuristic", "auto"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,8 +27,8 @@ class WorkerConfig:
     lease_dir: str = "data/context-manager"
     # Documented additions to the 1.1.6 record; their defaults keep the original's behaviour
     # except `user_less_compaction` (see README "Behaviour beyond 1.1.6").
-    overflow_fallback: str = "error"
-    estimator: str = "heuristic"
+    overflow_fallback: OverflowFallback = "error"
+    estimator: EstimatorName = "heuristic"
     user_less_compaction: bool = True
 
     def to_dict(self) -> dict[str, Any]:

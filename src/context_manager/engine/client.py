@@ -23,7 +23,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from context_manager.ports import Invoke, InvokeError
-from context_manager.wire.errors import ContextManagerError
+from context_manager.wire.errors import error_envelope, is_defect
 from context_manager.engine import protocol
 
 Handler = Callable[[Any], Awaitable[Any]]
@@ -395,21 +395,12 @@ class EngineClient:
             value = await function.handler(frame.get("data"))
             # Encoded here so that an unencodable result still gets an error reply.
             reply = protocol.encode_bytes(protocol.result(reply_to, function_id, value))
-        except ContextManagerError as exc:
-            reply = protocol.encode_bytes(
-                protocol.error_result(reply_to, function_id, exc.code, exc.wire_message)
-            )
         except Exception as exc:  # every failure answers; a caller never waits for a timeout
-            # The traceback stays in this worker's log: source paths are not for remote callers.
-            self.log.exception("function %s raised", function_id)
-            reply = protocol.encode_bytes(
-                protocol.error_result(
-                    reply_to,
-                    function_id,
-                    protocol.INVOCATION_FAILED,
-                    f"internal error: {exc or type(exc).__name__}",
-                )
-            )
+            if is_defect(exc):
+                # The traceback stays in this worker's log: source paths are not for remote callers.
+                self.log.exception("function %s raised", function_id)
+            code, message = error_envelope(exc)
+            reply = protocol.encode_bytes(protocol.error_result(reply_to, function_id, code, message))
         return reply if isinstance(invocation_id, str) else None
 
 

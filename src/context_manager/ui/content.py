@@ -12,8 +12,6 @@ from typing import NamedTuple
 
 from context_manager.wire.errors import HandlerError
 
-WORKER_NAME = "context-manager"
-CONTENT_FUNCTION_ID = "context-manager::ui-content"
 SCRIPT_PATH = "context-manager/page.js"
 STYLE_PATH = "context-manager/styles.css"
 UNKNOWN_UI_ASSET = "UNKNOWN_UI_ASSET"

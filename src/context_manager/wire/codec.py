@@ -16,11 +16,9 @@ from typing import Any
 import orjson
 
 from context_manager.wire.errors import DecodeError
+from context_manager.wire.ints import I64_MIN, U64_MAX
 
 Fragment = orjson.Fragment
-
-_U64_MAX = (1 << 64) - 1
-_I64_MIN = -(1 << 63)
 
 
 def dumps(value: Any) -> bytes:
@@ -115,7 +113,7 @@ def canonical_free_form(value: Any, depth: int = 1) -> Any:
             leaf = type(item)
             # Strings, plain integers, in-band floats and literals, most leaves, without a call.
             if (leaf is str or item is None or leaf is bool
-                    or leaf is int and _I64_MIN <= item <= _U64_MAX
+                    or leaf is int and I64_MIN <= item <= U64_MAX
                     or leaf is float and 1e-4 <= abs(item) < 1e16):
                 out[key] = item
             else:
@@ -124,7 +122,7 @@ def canonical_free_form(value: Any, depth: int = 1) -> Any:
     if kind is list:
         return [canonical_free_form(item, depth + 1) for item in value]
     if kind is int:
-        if _I64_MIN <= value <= _U64_MAX:
+        if I64_MIN <= value <= U64_MAX:
             return value
         return float_fragment(float(value))
     if kind is float:
@@ -141,7 +139,7 @@ def _canonical_other(value: Any, depth: int) -> Any:
     if isinstance(value, list):
         return [canonical_free_form(item, depth + 1) for item in value]
     if isinstance(value, int):
-        if _I64_MIN <= value <= _U64_MAX:
+        if I64_MIN <= value <= U64_MAX:
             return value
         return float_fragment(float(value))
     if isinstance(value, float):
@@ -192,7 +190,13 @@ def _scalar(value: Any) -> bytes:
 
 
 def utf8_len(text: str) -> int:
-    """Length in UTF-8 bytes; ASCII strings skip the encode."""
+    """Length in UTF-8 bytes: the unit of the heuristic text estimate and of every "chars" knob
+    of the reduction passes. ASCII strings skip the encode.
+
+    A lone surrogate counts as the 3 bytes of its surrogate-escaped encoding instead of failing:
+    no decoded request carries one (the codec and the library entry refuse them), but a library
+    summariser's reply can, and its summary is still measured.
+    """
     if text.isascii():
         return len(text)
     return len(text.encode("utf-8", "surrogatepass"))

@@ -17,6 +17,7 @@ from typing import Any, Callable, NamedTuple
 
 from context_manager.wire.codec import Fragment, canonical_free_form, float_fragment
 from context_manager.wire.errors import DecodeError
+from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX
 
 ROLES = ("user", "assistant", "function_result", "custom")
 STOP_REASONS = ("end", "length", "function_call", "aborted", "error")
@@ -24,10 +25,6 @@ ERROR_KINDS = ("auth_expired", "rate_limited", "context_overflow", "transient", 
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 EXECUTION_MODES = ("parallel", "sequential")
 BLOCK_TYPES = ("text", "image", "file", "thinking", "function_call", "function_result")
-
-_U64_MAX = (1 << 64) - 1
-_I64_MIN = -(1 << 63)
-_I64_MAX = (1 << 63) - 1
 
 Decoder = Callable[[Any], Any]
 
@@ -88,7 +85,7 @@ def _unsigned(name: str) -> Decoder:
 
     def decode(value: Any) -> int:
         if type(value) is int:
-            if 0 <= value <= _U64_MAX:
+            if 0 <= value <= U64_MAX:
                 return value
             raise DecodeError(f"invalid value: integer `{value}`, expected {name}")
         raise invalid_type(value, name)
@@ -102,7 +99,7 @@ usize = _unsigned("usize")  # the platform word of the original's 64-bit builds
 
 def i64(value: Any) -> int:
     if type(value) is int:
-        if _I64_MIN <= value <= _I64_MAX:
+        if I64_MIN <= value <= I64_MAX:
             return value
         raise DecodeError(f"invalid value: integer `{value}`, expected i64")
     raise invalid_type(value, "i64")
@@ -388,7 +385,7 @@ _OPTIONAL_ASSISTANT = ("native_stop_reason", "error_message", "error_kind", "war
 
 def _timestamp(value: dict[str, Any]) -> int | None:
     ts = value.get("timestamp")
-    return ts if type(ts) is int and _I64_MIN <= ts <= _I64_MAX else None
+    return ts if type(ts) is int and I64_MIN <= ts <= I64_MAX else None
 
 
 def _fast_usage(value: Any) -> dict[str, Any] | None:
@@ -400,7 +397,7 @@ def _fast_usage(value: Any) -> dict[str, Any] | None:
     for name in _USAGE_FIELDS:
         n = get(name)
         if n is not None:
-            if type(n) is not int or n < 0 or n > _U64_MAX:
+            if type(n) is not int or n < 0 or n > U64_MAX:
                 return None
             out[name] = n
     cost = get("cost_usd")

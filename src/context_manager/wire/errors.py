@@ -3,7 +3,8 @@
 Two failure layers reach a caller (spec 01 §4):
 * decoding failures, rendered ``serialization error: <decoder message>``;
 * handler failures, rendered ``handler error: <code>: <message>``.
-Both travel with the envelope code ``invocation_failed``.
+Both travel with the envelope code ``invocation_failed``, as does any other exception (a defect),
+rendered ``internal error: <exception text>``; :func:`error_envelope` is the one mapping.
 """
 
 from __future__ import annotations
@@ -24,9 +25,6 @@ class ContextManagerError(Exception):
     @property
     def wire_message(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
-
-    def envelope(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.wire_message}
 
 
 class DecodeError(ContextManagerError):
@@ -83,3 +81,19 @@ class CallError(Exception):
 
     def to_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
+
+
+def is_defect(exc: BaseException) -> bool:
+    """Whether ``exc`` is none of the failures a function reports on purpose: the one kind whose
+    traceback belongs in the log."""
+    return not isinstance(exc, (ContextManagerError, CallError))
+
+
+def error_envelope(exc: BaseException) -> tuple[str, str]:
+    """The ``(code, message)`` a caller receives for ``exc``, on every entry (engine, library,
+    command). A defect's traceback is never part of the message."""
+    if isinstance(exc, ContextManagerError):
+        return exc.code, exc.wire_message
+    if isinstance(exc, CallError):
+        return exc.code, exc.message
+    return INVOCATION_FAILED, f"internal error: {exc}"

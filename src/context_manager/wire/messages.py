@@ -16,13 +16,6 @@ Block = dict[str, Any]
 InlineLocation = tuple[int, int]
 
 
-def len8(text: str) -> int:
-    """Length in UTF-8 bytes: the unit of every "chars" knob of the reduction passes."""
-    if text.isascii():  # no copy for the common case
-        return len(text)
-    return len(text.encode("utf-8"))
-
-
 def text_of(blocks: list[Block]) -> str:
     """Top-level text blocks joined with a newline; every other block adds nothing."""
     return "\n".join(block["text"] for block in blocks if block["type"] == "text")

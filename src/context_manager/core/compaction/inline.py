@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Protocol
 
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
@@ -20,17 +20,24 @@ from context_manager.core.compaction.selection import select
 from context_manager.core.compaction.summarize import summarize_head
 from context_manager.wire.decode import ModelInput
 from context_manager.ports import Clock, Estimator
+from context_manager.wire.messages import Message
 
 
-class InlineCompactionRequest(Protocol):
-    """The data assemble hands over (``core.assemble.CompactionRequest`` has these members).
+@dataclass(frozen=True, slots=True)
+class CompactionRequest:
+    """What assemble hands over once its view is still over budget after cap and prune.
 
-    * ``view``: model-facing messages after media normalisation, cap and prune (no customs);
+    * ``view``: model-facing messages after media normalisation, cap and prune (canonical dicts,
+      no customs);
     * ``sizes``: ``sizes[i]`` is the estimate of ``view[i]``;
-    * ``request_messages``: the decoded request list as received, customs included (what the
-      default lease key hashes, so ``context::compact`` contends on the same claim);
+    * ``view_to_orig``: ``view_to_orig[i]`` is the request index of ``view[i]``;
+    * ``request_messages``: the decoded request list as received, customs included, images not
+      normalised (what the default lease key hashes, so ``context::compact`` contends on the
+      same claim);
     * ``lease_key``: ``options.lease_key`` verbatim, ``None`` for the default key;
+    * ``base_system_prompt``: the request's ``system_prompt`` as given (``None`` when absent);
     * ``previous_summary``: ``options.previous_summary``, the anchor of chunk 0;
+    * ``system_prompt``: the currently rendered system prompt (base trimmed + previous summary);
     * ``usable``: the call's usable budget (summariser input budget, base of the tail budget);
     * ``tail_turns``: ``options.tail_turns`` if given, else ``config.tail_turns``;
     * ``model``: the request's ``ModelInput`` (the summary runs on the same model);
@@ -38,11 +45,14 @@ class InlineCompactionRequest(Protocol):
     * ``config``: this call's configuration snapshot.
     """
 
-    view: Sequence[dict[str, Any]]
-    sizes: Sequence[int]
-    request_messages: Sequence[dict[str, Any]]
+    view: list[Message]
+    sizes: list[int]
+    view_to_orig: list[int]
+    request_messages: list[Message]
     lease_key: str | None
+    base_system_prompt: str | None
     previous_summary: str | None
+    system_prompt: str
     usable: int
     tail_turns: int
     model: ModelInput
@@ -64,7 +74,8 @@ class InlineCompaction:
     """A summary of ``view[:head_len]``; the verbatim tail starts at view index ``tail_start_view``.
 
     ``0 < head_len < len(view)`` and ``tail_start_view == head_len``; ``tokens_before`` is
-    ``sum(sizes[:head_len])``. Assemble maps ``tail_start_view`` through ``view_to_orig``.
+    ``sum(sizes[:head_len])``. Assemble re-renders its prompt with ``summary``, drops the head
+    from its view and maps ``tail_start_view`` through ``view_to_orig``.
     """
 
     summary: str
@@ -74,7 +85,7 @@ class InlineCompaction:
 
 
 async def try_compact(
-    request: InlineCompactionRequest, deps: InlineCompactionDeps
+    request: CompactionRequest, deps: InlineCompactionDeps
 ) -> InlineCompaction | None:
     """Summarise the head of assemble's view under the history's lease (03 §5.3).
 
@@ -104,7 +115,7 @@ async def try_compact(
 
 
 async def _compact_view(
-    request: InlineCompactionRequest, summarizer: Summarizer, log: logging.Logger
+    request: CompactionRequest, summarizer: Summarizer, log: logging.Logger
 ) -> InlineCompaction | None:
     view = request.view
     budget = preserve_recent(request.usable, None)

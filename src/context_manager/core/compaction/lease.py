@@ -15,7 +15,8 @@ from typing import Any, Iterable
 
 from context_manager.wire.canonical import canonical_message
 from context_manager.wire.codec import dumps
-from context_manager.ports import LeaseRecord, LeaseStore, LeaseStoreError
+from context_manager.wire.ints import I64_MAX, U64_MAX
+from context_manager.ports import ClaimingLeaseStore, LeaseRecord, LeaseStore, LeaseStoreError
 from context_manager.ports import Clock
 
 SCOPE = "context_lease"
@@ -23,8 +24,6 @@ SCOPE = "context_lease"
 _LOG = logging.getLogger("context_manager.lease")
 # An adapter that lets an I/O error through still must not grant the lease.
 _STORE_ERRORS = (LeaseStoreError, OSError)
-_U64 = 1 << 64
-_I64_LIMIT = 1 << 63
 
 
 def default_lease_key(messages: Iterable[dict[str, Any]]) -> str:
@@ -38,8 +37,8 @@ def default_lease_key(messages: Iterable[dict[str, Any]]) -> str:
 
 def ttl_ms(lease_ttl_secs: int) -> int:
     """``lease_ttl_secs * 1000`` as the original computes it: a wrapping u64 read as i64."""
-    product = (lease_ttl_secs * 1000) % _U64
-    return product - _U64 if product >= _I64_LIMIT else product
+    product = (lease_ttl_secs * 1000) & U64_MAX
+    return product - (U64_MAX + 1) if product > I64_MAX else product
 
 
 def new_nonce() -> str:
@@ -62,21 +61,21 @@ async def acquire(store: LeaseStore, clock: Clock, key: str, ttl: int) -> str | 
     if is_active(existing, now, ttl):
         return None
     nonce = new_nonce()
-    claim = getattr(store, "claim", None)
+    claims = isinstance(store, ClaimingLeaseStore)
     try:
-        if claim is not None:
-            prior = await claim(SCOPE, key, LeaseRecord(nonce, now), lambda r: is_active(r, now, ttl))
+        if claims:
+            prior = await store.claim(SCOPE, key, LeaseRecord(nonce, now), lambda r: is_active(r, now, ttl))
         else:
             prior = await store.swap(SCOPE, key, LeaseRecord(nonce, now))
     except _STORE_ERRORS as exc:
         _LOG.warning("lease store write failed for %s; treating it as busy: %s", key, exc)
         return None
     if is_active(prior, now, ttl):
-        if claim is not None:
+        if claims:
             return None  # a racer holds it and our claim was never written
         # A racer claimed the key between our read and our write: give its claim back. With
         # three racers or more this can write back a loser's claim, which then outlives the
-        # winner's release until its TTL (spec 03 §6.3); stores with ``claim`` never do.
+        # winner's release until its TTL (spec 03 §6.3); a ClaimingLeaseStore never does.
         try:
             await store.set(SCOPE, key, prior)
         except _STORE_ERRORS as exc:

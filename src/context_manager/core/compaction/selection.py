@@ -28,10 +28,6 @@ class Selection:
     head_len: int
     tail_start_index: int | None
 
-    @property
-    def is_whole_head(self) -> bool:
-        return self.tail_start_index is None
-
 
 def turns(messages: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
     """Half-open ranges, each starting at a user message and running to the next one."""

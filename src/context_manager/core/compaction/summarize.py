@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from context_manager.core.settings import WorkerConfig
 from context_manager.wire.decode import ModelInput
+from context_manager.wire.ints import I64_MAX, saturating_add, saturating_mul
 from context_manager.ports import (
     Estimator,
     SummarizeError,
@@ -33,8 +34,7 @@ from context_manager.core.compaction.prompts import (
 MAX_CHUNKS = 32
 REQUEST_OVERHEAD_TOKENS = 64
 # Only used to size the estimate: the largest signed 64-bit integer, 19 digits.
-PLACEHOLDER_TIMESTAMP = (1 << 63) - 1
-_U64_MAX = (1 << 64) - 1
+PLACEHOLDER_TIMESTAMP = I64_MAX
 
 
 
@@ -95,7 +95,7 @@ def preflight_chunk_bound(
     capacity = input_budget - empty_request
     # A fragment of n raw bytes serialises to at least n bytes, so more than 4*capacity+3 bytes
     # can never fit one request, whatever the escaping.
-    max_fragment = min(capacity * 4 + 3, _U64_MAX)
+    max_fragment = saturating_add(saturating_mul(capacity, 4), 3)
     bound = -(-prompt_bytes // max_fragment)
     if bound > MAX_CHUNKS:
         raise SummarizerFailed(f"history needs at least {bound} fragments; maximum is {MAX_CHUNKS}")
@@ -104,7 +104,7 @@ def preflight_chunk_bound(
 
 def pipeline_deadline_ms(config: WorkerConfig) -> int:
     """``min(summarizer_timeout_ms, lease_ttl_secs*1000 - 1000)``, never below zero."""
-    ttl_ms = min(config.lease_ttl_secs * 1000, _U64_MAX)
+    ttl_ms = saturating_mul(config.lease_ttl_secs, 1000)
     return min(config.summarizer_timeout_ms, max(0, ttl_ms - 1000))
 
 

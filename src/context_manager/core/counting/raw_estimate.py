@@ -23,11 +23,9 @@ from typing import Any
 import orjson
 
 from context_manager.wire.codec import format_float
+from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX
 from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET
 
-_U64_MAX = (1 << 64) - 1
-_I64_MIN = -(1 << 63)
-_I64_MAX = (1 << 63) - 1
 # types.STOP_REASONS and the integer members of usage (types imports this module, not back).
 _STOP_REASON_SET = frozenset(("end", "length", "function_call", "aborted", "error"))
 _USAGE_INT_SET = frozenset(("input", "output", "cache_read", "cache_write", "reasoning"))
@@ -99,7 +97,7 @@ def _blocks(blocks: Any, acc: list[int]) -> bool:
         elif kind == "file":
             size = block.get("size")
             if (n != 5 or type(block.get("attachment_id")) is not str or type(block.get("name")) is not str
-                    or type(block.get("mime")) is not str or type(size) is not int or not 0 <= size <= _U64_MAX):
+                    or type(block.get("mime")) is not str or type(size) is not int or not 0 <= size <= U64_MAX):
                 return False
         elif kind == "function_result":
             if type(block.get("function_call_id")) is not str:
@@ -130,7 +128,7 @@ def heuristic_tokens(raw: Any, exact: bool = False) -> int | None:
         return None
     try:
         timestamp = raw["timestamp"]
-        if type(timestamp) is not int or not _I64_MIN <= timestamp <= _I64_MAX:
+        if type(timestamp) is not int or not I64_MIN <= timestamp <= I64_MAX:
             return None
         role = raw["role"]
         n = len(raw)
@@ -146,7 +144,7 @@ def heuristic_tokens(raw: Any, exact: bool = False) -> int | None:
                 for name, value in usage.items():
                     if type(value) is int:
                         # an integer cost is written as a float: another length
-                        if name not in _USAGE_INT_SET or not 0 <= value <= _U64_MAX:
+                        if name not in _USAGE_INT_SET or not 0 <= value <= U64_MAX:
                             return None
                     elif type(value) is not float or name != "cost_usd":
                         return None

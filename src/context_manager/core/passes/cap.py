@@ -15,10 +15,10 @@ from context_manager.core.counting.estimate import result_tokens
 from context_manager.ports import Estimator
 from context_manager.core.memo import remembered
 from context_manager.core.reuse import NO_REUSE, CallReuse
+from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import (
     Block,
     Message,
-    len8,
     resolve_inline_function_ids,
     text_block,
     text_of,
@@ -81,7 +81,7 @@ def capped_text(text: str, tokens: int, threshold: int, marker: str) -> str:
     data = text.encode("utf-8")
     size = len(data)
     target = (size * threshold * 9) // (tokens * 10)
-    keep = max(0, target - len8(marker))
+    keep = max(0, target - utf8_len(marker))
     head_budget = (keep * 6) // 10
     tail_budget = keep - head_budget
     head_end = _floor_boundary(data, head_budget)

@@ -15,11 +15,13 @@ from context_manager.core.counting.estimate import result_tokens
 from context_manager.ports import Estimator
 from context_manager.core.memo import remembered
 from context_manager.core.reuse import NO_REUSE, CallReuse
+from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.wire.codec import utf8_len
+from context_manager.wire.ints import U64_MAX
 from context_manager.wire.messages import (
     Block,
     Message,
     has_inline_result,
-    len8,
     resolve_inline_function_ids,
     text_block,
     text_of,
@@ -30,7 +32,6 @@ from context_manager.wire.messages import (
 _PLACEHOLDER_PREFIX = "[output of "
 _PLACEHOLDER_MIDDLE = " pruned: was ~"
 _PLACEHOLDER_SUFFIX = " tokens; re-call it if still needed]"
-_U64_MAX = 2**64 - 1
 
 # A message-level output is located by its message index; an inline one by (message, block).
 Location = Union[int, tuple[int, int]]
@@ -38,11 +39,12 @@ Location = Union[int, tuple[int, int]]
 
 @dataclass(frozen=True, slots=True)
 class PruneParams:
-    protect_recent_tokens: int = 40000
-    decay_user_turns: int = 0
-    protected_user_turns: int = 2
-    min_free_tokens: int = 20000
-    max_output_chars: int = 2000
+    # The configuration's thresholds; a handler overrides them per call.
+    protect_recent_tokens: int = DEFAULT_CONFIG.protect_recent_tokens
+    decay_user_turns: int = DEFAULT_CONFIG.decay_user_turns
+    protected_user_turns: int = DEFAULT_CONFIG.protected_user_turns
+    min_free_tokens: int = DEFAULT_CONFIG.min_free_tokens
+    max_output_chars: int = DEFAULT_CONFIG.max_output_chars
     protected_functions: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -86,7 +88,7 @@ def is_canonical_placeholder(content: list[Block], function_id: str) -> bool:
         return False
     value = int(number)
     # Re-rendering rejects leading zeros and any other non-canonical spelling.
-    return value <= _U64_MAX and placeholder(function_id, value) == text
+    return value <= U64_MAX and placeholder(function_id, value) == text
 
 
 def _set_content(messages: list[Message], location: Location, content: list[Block]) -> int:
@@ -212,7 +214,7 @@ def prune(
 def _output_facts(content: list[Block], function_id: str, tokens: int, estimator: Estimator) -> tuple[int, int]:
     """(UTF-8 bytes of the text, tokens its placeholder would free) of an output of `tokens`."""
     saving = max(0, tokens - estimator.text(placeholder(function_id, tokens)))
-    return len8(text_of(content)), saving
+    return utf8_len(text_of(content)), saving
 
 
 def _placeholder_message(message: Message, candidate: _Candidate, estimator: Estimator) -> tuple[Message, int]:
