@@ -24,7 +24,7 @@ from context_manager.worker import (
     is_not_found,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CONFIG_ID = "context-manager"
 

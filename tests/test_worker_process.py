@@ -18,6 +18,8 @@ from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, ev
 from context_manager.config.schema import config_schema
 from context_manager.schemas import function_definitions
 
+pytestmark = pytest.mark.slow  # each test starts the worker as a process
+
 SEVEN = [d["id"] for d in function_definitions()]
 PUBLIC = {"context::assemble", "context::compact", "context::prune", "context::count-tokens"}
 
