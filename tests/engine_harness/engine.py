@@ -11,6 +11,7 @@ plus an optional fake llm-router.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
@@ -151,7 +152,12 @@ class TestEngine:
         """Drop every connection and forget every registration; configuration entries stay."""
         self.stop()
         if down_for:
-            threading.Event().wait(down_for)
+            # Bound but not listening, the port refuses connections as a stopped engine does and
+            # stays ours: an engine started meanwhile elsewhere (another xdist worker) cannot take it.
+            with socket.socket() as placeholder:
+                placeholder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                placeholder.bind(("127.0.0.1", self.port))
+                threading.Event().wait(down_for)
         self._reset_state()
         self.start()
 
