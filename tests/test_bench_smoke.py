@@ -14,6 +14,8 @@ import pytest
 
 from bench import workloads as w
 
+pytestmark = pytest.mark.slow  # builds every workload and runs the benchmark command
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

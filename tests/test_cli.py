@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test starts `python -m context_manager`
+
 HELLO = {"role": "user", "content": [{"type": "text", "text": "hello"}], "timestamp": 1}
 
 

@@ -21,7 +21,7 @@ from context_manager.engine.client import (
     worker_metadata,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 FAST = Backoff(initial_ms=50, max_ms=400, jitter=0.0)
 

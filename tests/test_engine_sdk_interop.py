@@ -12,6 +12,8 @@ import pytest
 from engine_harness import TestEngine, WorkerProcess, stream_for
 from iii import InitOptions, InvocationError, register_worker
 
+pytestmark = pytest.mark.slow  # each test starts the worker as a process
+
 HELLO = [{"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}]
 INLINE = {"id": "m1", "limits": {"context_window": 1000, "max_output_tokens": 100}}
 

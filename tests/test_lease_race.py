@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # racing interpreters and lease TTLs that must run out
+
 # One `context::compact` call in its own interpreter. The summariser appends a line to a shared
 # file for every call, so the test can count calls across processes.
 WORKER = r"""

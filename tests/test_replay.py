@@ -12,6 +12,8 @@ from bench.replay.__main__ import main
 from bench.replay.fake_summarizer import digest, previous_summary, summarize
 from bench.replay.replay import MODES_BY_NAME, SESSIONS_DIR, load_session, replay, shipped_sessions
 
+pytestmark = pytest.mark.slow  # whole recorded sessions, hundreds of rounds each
+
 SINGLE_TASK = "single-fix-flaky-lease-test"
 
 

@@ -22,7 +22,7 @@ from context_manager.ports import (
 )
 from context_manager.engine.client import Backoff, EngineClient, invoke_callable, worker_metadata
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 REQUEST = SummarizeRequest(
     system_prompt="Summarise the conversation.",

@@ -14,6 +14,8 @@ from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.adapters.tokenizers import encodings, forget_estimators, tokenizer_for_encoding
 from context_manager.adapters.tokenizers.encodings import SPECS, EncodingUnavailable, read_ranks
 
+pytestmark = pytest.mark.slow  # loads and damages whole vocabulary files
+
 AUTO = WorkerConfig(estimator="auto")
 
 SAMPLES = {

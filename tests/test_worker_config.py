@@ -21,7 +21,7 @@ from context_manager.engine.client import Backoff, EngineClient, RemoteError, wo
 from context_manager.handlers.registry import FUNCTIONS
 from context_manager.worker import BootError, Worker, config_id
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CONFIG_ID = "context-manager"
 

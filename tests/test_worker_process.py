@@ -18,6 +18,8 @@ from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, ev
 from context_manager.config.schema import config_schema
 from context_manager.schemas import function_definitions
 
+pytestmark = pytest.mark.slow  # each test starts the worker as a process
+
 SEVEN = [d["id"] for d in function_definitions()]
 PUBLIC = {"context::assemble", "context::compact", "context::prune", "context::count-tokens"}
 
@@ -334,17 +336,19 @@ def test_manifest_flag_does_not_connect(engine: TestEngine, start_worker: Callab
 def test_unreachable_engine_fails_boot_after_the_retry_budget(tmp_path: Path) -> None:
     import socket
 
+    # Bound but never listening, the port refuses every connection and stays taken for the whole
+    # test, so no engine started meanwhile (another xdist worker's) can be given it.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = WorkerProcess(f"ws://127.0.0.1:{port}", env={"III_COMPOSE_DIR": str(tmp_path)}, cwd=tmp_path)
-    try:
-        started = time.monotonic()
-        assert process.wait(30) == 1
-        # 3 attempts of 5000 ms plus sleeps of 250 and 500 ms (spec 04 §2.8).
-        assert 15.75 <= time.monotonic() - started < 25
-        errors = [line for line in process.stderr.splitlines() if " ERROR " in line]
-        assert len(errors) == 1
-        assert "configuration::get failed after 3 attempts: remote error (TIMEOUT)" in errors[0]
-    finally:
-        process.kill()
+        process = WorkerProcess(f"ws://127.0.0.1:{port}", env={"III_COMPOSE_DIR": str(tmp_path)}, cwd=tmp_path)
+        try:
+            started = time.monotonic()
+            assert process.wait(30) == 1
+            # 3 attempts of 5000 ms plus sleeps of 250 and 500 ms (spec 04 §2.8).
+            assert 15.75 <= time.monotonic() - started < 25
+            errors = [line for line in process.stderr.splitlines() if " ERROR " in line]
+            assert len(errors) == 1
+            assert "configuration::get failed after 3 attempts: remote error (TIMEOUT)" in errors[0]
+        finally:
+            process.kill()

@@ -11,12 +11,13 @@ plus an optional fake llm-router.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -29,6 +30,8 @@ from .wire import decode, encode
 MAX_SIZE = 64 * 1024 * 1024
 BUILTIN_TRIGGER_TYPES = ("configuration",)
 _END = object()
+_STOPPED = object()
+T = TypeVar("T")
 
 
 class CallFailed(Exception):
@@ -139,6 +142,9 @@ class TestEngine:
             self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread is not None:
             self._thread.join(10)
+            if self._thread.is_alive():
+                # A handler that never returns holds the server's close; say so, not a slow test.
+                raise RuntimeError("test engine did not stop within 10 s")
         self._thread = None
         self._loop = None
 
@@ -146,7 +152,12 @@ class TestEngine:
         """Drop every connection and forget every registration; configuration entries stay."""
         self.stop()
         if down_for:
-            threading.Event().wait(down_for)
+            # Bound but not listening, the port refuses connections as a stopped engine does and
+            # stays ours: an engine started meanwhile elsewhere (another xdist worker) cannot take it.
+            with socket.socket() as placeholder:
+                placeholder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                placeholder.bind(("127.0.0.1", self.port))
+                threading.Event().wait(down_for)
         self._reset_state()
         self.start()
 
@@ -304,11 +315,12 @@ class TestEngine:
         chan.writer_taken = True
         try:
             async for message in ws:
-                await chan.queue.put(message)
+                if await self._unless_stopped(chan.queue.put(message)) is _STOPPED:
+                    return
         except ConnectionClosed:
             pass
         finally:
-            await chan.queue.put(_END)
+            await self._unless_stopped(chan.queue.put(_END))
 
     async def _channel_reader(self, ws: ServerConnection, chan: Chan) -> None:
         if chan.reader_taken:
@@ -316,7 +328,9 @@ class TestEngine:
             return
         chan.reader_taken = True
         while True:
-            item = await chan.queue.get()
+            item = await self._unless_stopped(chan.queue.get())
+            if item is _STOPPED:
+                return
             if item is _END:
                 await ws.close()
                 return
@@ -324,6 +338,23 @@ class TestEngine:
                 await ws.send(item)
             except ConnectionClosed:
                 return
+
+    async def _unless_stopped(self, operation: Awaitable[T]) -> T | object:
+        """``operation``'s result, or ``_STOPPED`` once the engine stops first.
+
+        A channel end parked on its queue is not reading its socket, so closing the server does
+        not wake it, and the server's close waits for every handler: without this, a channel
+        nobody writes (an absent or failing router) held :meth:`stop` for its whole join timeout.
+        """
+        assert self._stop is not None
+        pending = asyncio.ensure_future(operation)
+        stopping = asyncio.ensure_future(self._stop.wait())
+        try:
+            done, _ = await asyncio.wait((pending, stopping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            pending.cancel()  # a no-op once it has finished
+        return pending.result() if pending in done else _STOPPED
 
     async def _worker(self, ws: ServerConnection) -> None:
         conn = Conn(ws)
