@@ -18,6 +18,8 @@ from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 
 OVERFLOW_FALLBACKS = ("error", "drop_oldest")
 ESTIMATORS = ("heuristic", "auto")
+SUMMARY_CHECKS = ("off", "append")
+SUMMARIZER_FALLBACKS = ("none", "extractive")
 
 
 class ConfigError(ValueError):
@@ -52,9 +54,13 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "overflow_fallback": t.enum_of(OVERFLOW_FALLBACKS),
     "estimator": t.enum_of(ESTIMATORS),
     "user_less_compaction": _boolean,
+    "anchor_messages": _usize,
+    "summary_check": t.enum_of(SUMMARY_CHECKS),
+    "summarizer_fallback": t.enum_of(SUMMARIZER_FALLBACKS),
 }
 
-STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator"))
+STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
+                         "summarizer_fallback"))
 
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 

@@ -26,6 +26,10 @@ class WorkerConfig:
     overflow_fallback: str = "error"
     estimator: str = "heuristic"
     user_less_compaction: bool = True
+    # Task retention (README "Behaviour beyond 1.1.6"); the defaults leave every answer unchanged.
+    anchor_messages: int = 0
+    summary_check: str = "off"
+    summarizer_fallback: str = "none"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
