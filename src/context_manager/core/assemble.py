@@ -4,7 +4,9 @@ Pass order (each pass keeps the per-message size memo exact, so the running tota
 a from-scratch count of what would be returned):
 
 1. resolve the model and compute ``usable``;
-2. build the model-facing view (custom messages removed, request indices remembered);
+2. build the model-facing view (custom messages removed, request indices remembered) and set its
+   pinned anchor aside (``core.anchor``; ``anchor_messages``, none by default): every later pass
+   works on the rest only, and the anchor is returned first, verbatim;
 3. media normalization of the view;
 4. render the system prompt (base + optional previous-summary section), count everything:
    ``initial_token_count``;
@@ -18,13 +20,14 @@ a from-scratch count of what would be returned):
 Compaction hand-over
 --------------------
 ``compaction_step`` calls ``core.inline_compaction.try_compact(request, deps)`` when that module
-exists and ``deps.summarizer`` is set; otherwise compaction is unavailable and the call falls
-through to emergency reduction exactly as with a busy lease or a failed summariser.
+exists and ``deps.summarizer`` is set (or ``summarizer_fallback`` is ``extractive``); otherwise
+compaction is unavailable and the call falls through to emergency reduction exactly as with a busy
+lease or a failed summariser.
 
 ``request`` is a :class:`CompactionRequest`:
 
-* ``view``: the model-facing message list after media normalization, cap and prune (canonical
-  dicts; custom messages already removed);
+* ``view``: the model-facing message list after the anchor, media normalization, cap and prune
+  (canonical dicts; custom messages already removed);
 * ``sizes``: ``sizes[i]`` is the estimate of ``view[i]``;
 * ``view_to_orig``: ``view_to_orig[i]`` is the request index of ``view[i]``;
 * ``request_messages``: the decoded request list as received (customs included, images not
@@ -39,7 +42,7 @@ through to emergency reduction exactly as with a busy lease or a failed summaris
 * ``config``: the configuration snapshot of this call.
 
 ``try_compact`` returns ``None`` (nothing compacted: busy lease, nothing to summarise, whole-head
-selection, summariser failure) or an object with ``summary: str``, ``head_len: int`` (view
+selection, summariser failure without ``summarizer_fallback: extractive``) or an object with ``summary: str``, ``head_len: int`` (view
 messages summarised, ``0 < head_len < len(view)``), ``tail_start_view: int | None`` and
 ``tokens_before: int`` (sum of ``sizes[:head_len]``). Assemble then re-renders the prompt with
 the new summary, drops the head from the view and the memo, and reports ``compacted``,
@@ -56,6 +59,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from context_manager.core.settings import WorkerConfig
+from context_manager.core.anchor import anchor_length
 from context_manager.wire import errors
 from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
@@ -85,6 +89,7 @@ class AssembleOptions:
     thinking_level: str | None = None
     lease_key: str | None = None
     previous_summary: str | None = None
+    anchor_messages: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +136,9 @@ class CompactionOutcome:
     head_len: int
     tail_start_view: int | None
     tokens_before: int
+    # Reported only when the matching option is on (None: leave the member out).
+    summary_kind: str | None = None
+    retained_items: int | None = None
 
 
 @dataclass(slots=True)
@@ -144,6 +152,9 @@ class _Context:
     prompt_tokens: int
     tools_tokens: int
     overhead_tokens: int
+    # The pinned anchor ahead of ``view``: never changed, always returned first.
+    anchor: list[Message] = field(default_factory=list)
+    anchor_sizes: list[int] = field(default_factory=list)
     # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
     # positions of inline results, so one resolution serves both passes.
     _function_ids: dict[tuple[int, int], str] | None = None
@@ -157,8 +168,14 @@ class _Context:
 
     def total(self) -> int:
         # Sums are unsigned 64-bit and saturate, as in the original.
-        return min(sum(self.sizes) + self.prompt_tokens + self.tools_tokens + self.overhead_tokens,
-                   U64_MAX)
+        return min(sum(self.sizes) + self.fixed_tokens(), U64_MAX)
+
+    def fixed_tokens(self) -> int:
+        """What no pass reduces: the anchor, the system prompt, the tools and the overhead."""
+        return sum(self.anchor_sizes) + self.prompt_tokens + self.tools_tokens + self.overhead_tokens
+
+    def messages(self) -> list[Message]:
+        return self.anchor + self.view if self.anchor else self.view
 
 
 async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, Any]:
@@ -174,7 +191,13 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
     usable = usable_budget(resolved, reserved, options.thinking_level)
     estimator = estimator_for_model(request.model.id, config)
 
-    state = _initial_context(request, resolved.vision, estimator)
+    anchor_requested = (
+        options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
+    )
+    state = _initial_context(request, resolved.vision, estimator, anchor_requested)
+    if state.anchor and state.fixed_tokens() > usable:
+        # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
+        raise errors.overflow(min(state.fixed_tokens(), U64_MAX), usable)
     applied: dict[str, Any] = {
         "initial_token_count": state.total(),
         "pruned": False,
@@ -183,6 +206,8 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
         "capped_tokens": 0,
         "compacted": False,
     }
+    if anchor_requested:
+        applied["anchor_tokens"] = sum(state.anchor_sizes)
     _cap_pass(state, options, config, estimator, applied, deps.log)
     if options.allow_prune is not False:
         _prune_pass(state, options, config, estimator, applied)
@@ -202,7 +227,7 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
         raise errors.overflow(token_count, usable)
     return {
         "system_prompt": state.system_prompt,
-        "messages": state.view,
+        "messages": state.messages(),
         "token_count": token_count,
         "usable": usable,
         "effective_max_output_tokens": resolved.max_output_tokens,
@@ -212,14 +237,20 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps) -> dict[str, An
     }
 
 
-def _initial_context(request: AssembleRequest, vision: Capability, estimator: Estimator) -> _Context:
-    """The model-facing view (no custom messages, media normalized) and its size memo."""
+def _initial_context(
+    request: AssembleRequest, vision: Capability, estimator: Estimator, anchor_requested: int
+) -> _Context:
+    """The model-facing view (no custom messages, media normalized), its anchor and size memo."""
     view: list[Message] = []
     view_to_orig: list[int] = []
     for index, message in enumerate(request.messages):
         if message["role"] != "custom":
             view.append(message)
             view_to_orig.append(index)
+    pinned = anchor_length(view, anchor_requested)
+    anchor = view[:pinned]
+    if pinned:
+        view, view_to_orig = view[pinned:], view_to_orig[pinned:]
     view = normalize_media(view, vision)
     system_prompt = render_system_prompt(request.system_prompt, request.options.previous_summary)
     return _Context(
@@ -230,6 +261,8 @@ def _initial_context(request: AssembleRequest, vision: Capability, estimator: Es
         prompt_tokens=estimator.text(system_prompt),
         tools_tokens=tools_tokens(request.tools, estimator) if request.tools else 0,
         overhead_tokens=request.options.request_overhead_tokens or 0,
+        anchor=anchor,
+        anchor_sizes=message_sizes(anchor, estimator) if anchor else [],
     )
 
 
@@ -344,7 +377,7 @@ def _breakdown(
     breakdown: dict[str, Any] = {
         "system_prompt_tokens": state.prompt_tokens,
         "tools_tokens": state.tools_tokens,
-        "by_role": by_role(state.view, state.sizes),
+        "by_role": by_role(state.messages(), state.anchor_sizes + state.sizes),
     }
     if parts is not None:
         breakdown["by_part"] = {name: estimator.text(text) for name, text in sorted(parts.items())}
@@ -371,12 +404,16 @@ def _apply_compaction(
     applied["tail_start_index"] = None if tail_start is None else state.view_to_orig[tail_start]
     applied["tokens_before"] = outcome.tokens_before
     applied["summarized_head_tokens"] = outcome.tokens_before
+    if outcome.summary_kind is not None:
+        applied["summary_kind"] = outcome.summary_kind
+    if outcome.retained_items is not None:
+        applied["retained_items"] = outcome.retained_items
     state.view_to_orig = state.view_to_orig[head_len:]
 
 
 async def compaction_step(request: CompactionRequest, deps: AssembleDeps) -> Any:
     """Inline compaction when it is available; ``None`` means "not compacted this call"."""
-    if deps.summarizer is None:
+    if deps.summarizer is None and request.config.summarizer_fallback == "none":
         return None
     if importlib.util.find_spec(_INLINE_COMPACTION_MODULE) is None:
         return None

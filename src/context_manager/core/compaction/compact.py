@@ -15,15 +15,10 @@ from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
 from context_manager.core.budget import default_reserved, preserve_recent, usable_budget
 from context_manager.core.counting.estimate import Estimator, estimator_for_model
-from context_manager.ports import (
-    LeaseStore,
-    SummarizeError,
-    Summarizer,
-    SummarizerUnavailable,
-)
+from context_manager.ports import LeaseStore, SummarizeError, Summarizer
 from context_manager.core.resolution import resolve_model
 from context_manager.core.compaction.selection import select
-from context_manager.core.compaction.summarize import summarize_head
+from context_manager.core.compaction.produce import produce_summary
 from context_manager.wire.decode import ModelInput
 from context_manager.ports import Clock, ModelResolver
 
@@ -104,9 +99,7 @@ async def _summarise(
         return dict(EMPTY)
     tokens_before = sum(sizes[:head_len])
     try:
-        if deps.summarizer is None:
-            raise SummarizerUnavailable("no summariser is configured")
-        summary = await summarize_head(
+        produced = await produce_summary(
             deps.summarizer,
             model,
             messages[:head_len],
@@ -125,8 +118,9 @@ async def _summarise(
         else:
             deps.log.error("compaction failed: %s", exc)
         return dict(OVERFLOW)
+    summary = produced.text
     tokens_after = estimator.text(summary) + sum(sizes[head_len:])
-    return {
+    response: dict[str, Any] = {
         "status": "ok",
         "summary": summary,
         "tail_start_index": selection.tail_start_index,
@@ -134,3 +128,8 @@ async def _summarise(
         "tokens_after": tokens_after,
         "used_prior_summary": options.previous_summary is not None,
     }
+    if produced.kind is not None:
+        response["summary_kind"] = produced.kind
+    if produced.retained_items is not None:
+        response["retained_items"] = produced.retained_items
+    return response

@@ -2,8 +2,9 @@
 
 ``context::assemble`` calls :func:`try_compact` once its view is still over budget after the cap
 and prune passes and compaction is allowed. Any reason not to compact (busy lease, nothing to
-summarise, whole-head selection, failed or empty summariser) is ``None``: assemble then falls
-through to emergency reduction and, if that is not enough, ``context/overflow``.
+summarise, whole-head selection, failed or empty summariser without ``summarizer_fallback:
+extractive``) is ``None``: assemble then falls through to emergency reduction and, if that is not
+enough, ``context/overflow``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from context_manager.core.compaction import lease
 from context_manager.core.budget import preserve_recent
 from context_manager.ports import LeaseStore, SummarizeError, Summarizer
 from context_manager.core.compaction.selection import select
-from context_manager.core.compaction.summarize import summarize_head
+from context_manager.core.compaction.produce import produce_summary
 from context_manager.wire.decode import ModelInput
 from context_manager.ports import Clock
 
@@ -69,6 +70,9 @@ class InlineCompaction:
     head_len: int
     tail_start_view: int
     tokens_before: int
+    # ``applied.summary_kind`` / ``applied.retained_items``; None when their option is off.
+    summary_kind: str | None = None
+    retained_items: int | None = None
 
 
 async def try_compact(
@@ -80,7 +84,7 @@ async def try_compact(
     then finds nothing to summarise; a busy lease skips compaction without calling the
     summariser.
     """
-    if deps.summarizer is None:
+    if deps.summarizer is None and request.config.summarizer_fallback == "none":
         return None
     key = request.lease_key
     if key is None:
@@ -102,7 +106,7 @@ async def try_compact(
 
 
 async def _compact_view(
-    request: InlineCompactionRequest, summarizer: Summarizer, log: logging.Logger
+    request: InlineCompactionRequest, summarizer: Summarizer | None, log: logging.Logger
 ) -> InlineCompaction | None:
     view = request.view
     budget = preserve_recent(request.usable, None)
@@ -113,7 +117,7 @@ async def _compact_view(
         return None  # nothing to summarise, or everything would be (assemble keeps a tail)
     tokens_before = sum(request.sizes[:head_len])
     try:
-        summary = await summarize_head(
+        produced = await produce_summary(
             summarizer,
             request.model,
             view[:head_len],
@@ -126,4 +130,5 @@ async def _compact_view(
     except SummarizeError as exc:
         log.warning("compaction skipped: %s", exc)
         return None
-    return InlineCompaction(summary, head_len, head_len, tokens_before)
+    return InlineCompaction(produced.text, head_len, head_len, tokens_before,
+                            produced.kind, produced.retained_items)
