@@ -13,10 +13,11 @@ The summary is Markdown under the section headings the summariser prompt asks fo
 * every other section ``(none)``.
 
 With a previous summary the new one updates it: its bullets are read back per section (an
-unknown heading, such as the retention appendix, reads into ``Critical Context``); the goal stays;
-``In Progress`` and ``Blocked`` take the new value when the head has one; the other sections keep
-their bullets and add the new ones, each text once. The result fits ``budget`` tokens: the oldest
-bullets go first, actions before user messages before the rest, the goal last.
+unknown heading, such as the retention appendix, reads into ``Critical Context``); the goal stays
+and the head's first request joins the constraints; ``In Progress`` and ``Blocked`` take the new
+value when the head has one; the other sections keep their bullets and add the new ones, each
+text once except actions (a repeated action is information). The result fits ``budget`` tokens:
+the oldest bullets go first, actions before user messages before the rest, the goal last.
 """
 
 from __future__ import annotations
@@ -172,6 +173,9 @@ def parse_sections(summary: str) -> dict[str, list[str]]:
 
 
 def _merge(previous: dict[str, list[str]], new: dict[str, list[str]]) -> dict[str, list[str]]:
+    if previous[GOAL]:
+        # The goal stays; this head's first request becomes one more constraint.
+        new = {**new, CONSTRAINTS: new[GOAL] + new[CONSTRAINTS]}
     merged: dict[str, list[str]] = {}
     for name in BULLET_SECTIONS:
         if name == GOAL and previous[GOAL]:
