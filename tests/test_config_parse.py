@@ -34,11 +34,12 @@ DEFAULTS_1_1_6 = {
     "summarizer_timeout_ms": 320000,
     "tail_turns": 2,
 }
-EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "user_less_compaction": True}
+EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "user_less_compaction": True,
+                      "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none"}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
-USIZE_KEYS = ["tail_turns", "decay_user_turns", "protected_user_turns", "max_output_chars"]
+USIZE_KEYS = ["tail_turns", "decay_user_turns", "protected_user_turns", "max_output_chars", "anchor_messages"]
 BOOL_KEYS = ["allow_fallback_limits", "user_less_compaction"]
 
 
@@ -159,6 +160,8 @@ def test_fetched_values_are_not_env_expanded(monkeypatch):
 @pytest.mark.parametrize("key,allowed", [
     ("overflow_fallback", ("error", "drop_oldest")),
     ("estimator", ("heuristic", "auto")),
+    ("summary_check", ("off", "append")),
+    ("summarizer_fallback", ("none", "extractive")),
 ])
 def test_extension_enum_keys(key, allowed):
     for value in allowed:
@@ -225,6 +228,9 @@ def _without_description(prop: dict) -> dict:
     ("overflow_fallback", {"default": "error", "enum": ["error", "drop_oldest"], "type": "string"}),
     ("estimator", {"default": "heuristic", "enum": ["heuristic", "auto"], "type": "string"}),
     ("user_less_compaction", {"default": True, "type": "boolean"}),
+    ("anchor_messages", {"default": 0, "format": "uint", "minimum": 0, "type": "integer"}),
+    ("summary_check", {"default": "off", "enum": ["off", "append"], "type": "string"}),
+    ("summarizer_fallback", {"default": "none", "enum": ["none", "extractive"], "type": "string"}),
 ])
 def test_schema_properties(key, expected):
     assert _without_description(dict(config_schema()["properties"][key])) == expected
@@ -235,6 +241,8 @@ def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
     assert validator.is_valid(defaults_object())
     assert validator.is_valid({})
     for bad in ({"tail_truns": 3}, {"reserved_pct": -1}, {"allow_fallback_limits": 1},
-                {"lease_dir": 5}, {"estimator": "x"}, {"tail_turns": None}):
+                {"lease_dir": 5}, {"estimator": "x"}, {"tail_turns": None},
+                {"anchor_messages": -1}, {"anchor_messages": 1.5}, {"summary_check": "on"},
+                {"summarizer_fallback": "llm"}):
         assert not validator.is_valid(bad)
         rejection(bad)

@@ -108,6 +108,10 @@ def test_yaml_1_1_forms_are_strings_and_fail_typed_keys(text):
     ("lease_dir: ''", "lease_dir", ""),
     ("estimator: auto", "estimator", "auto"),
     ("overflow_fallback: drop_oldest", "overflow_fallback", "drop_oldest"),
+    ("summary_check: off", "summary_check", "off"),
+    ("summary_check: append", "summary_check", "append"),
+    ("summarizer_fallback: extractive", "summarizer_fallback", "extractive"),
+    ("anchor_messages: 1", "anchor_messages", 1),
 ])
 def test_yaml_1_2_scalars(text, key, expected):
     assert getattr(parse_seed_text(text, ENV), key) == expected
@@ -171,9 +175,13 @@ lease_dir: /tmp/leases
 overflow_fallback: drop_oldest
 estimator: auto
 user_less_compaction: false
+anchor_messages: 2
+summary_check: append
+summarizer_fallback: extractive
 """
     assert parse_seed_text(text, ENV) == WorkerConfig(1, 2, 3, 4, 12, 13, 5, 6, 9, 7, False, 8, "/tmp/leases",
-                                                       "drop_oldest", "auto", False)
+                                                       "drop_oldest", "auto", False,
+                                                       2, "append", "extractive")
 
 
 # --- files -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ EXPECTED = """{
   "description": "Turns a raw conversation history plus a target model into a model-ready context \u2014 token counting, function-result pruning, and history compaction.",
   "default_config": {
     "allow_fallback_limits": true,
+    "anchor_messages": 0,
     "decay_user_turns": 0,
     "estimator": "heuristic",
     "lease_dir": "data/context-manager",
@@ -36,7 +37,9 @@ EXPECTED = """{
     "protected_user_turns": 2,
     "reserved_pct": 10,
     "reserved_tokens_cap": 20000,
+    "summarizer_fallback": "none",
     "summarizer_timeout_ms": 320000,
+    "summary_check": "off",
     "tail_turns": 2,
     "user_less_compaction": true
   },

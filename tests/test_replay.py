@@ -142,9 +142,27 @@ def test_the_command_prints_one_row_per_session_budget_and_mode(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| session ")
     assert lines[2] == ("| single-fix-flaky-lease-test |    160 | 32k    | summariser |   161 |"
-                        "    2,071,548 |          13 |         0 |      1 |     14 |        13 |       0 |")
+                        "    2,071,548 |          13 |         0 |      1 |     14 |        13 |       0 |"
+                        "        100% |         83% |      100% |")
     assert lines[3].split("|")[4].strip() == "original"
     assert lines[4] == ""
+
+
+def test_an_anchor_keeps_the_task_in_every_call_and_the_check_keeps_the_head(sessions):
+    session = sessions[SINGLE_TASK]
+    anchored = replay(session, "32k", MODES_BY_NAME["summariser+anchor+check"])
+    assert (anchored.overflows, anchored.task_kept, anchored.calls) == (0, 161, 161)
+    assert anchored.probes.users == 0  # the request is pinned, never in a summarised head
+    plain = replay(session, "32k", MODES_BY_NAME["summariser+check"])
+    # Only the first compaction's head holds the (single) request.
+    assert (plain.probes.users_found, plain.probes.users, plain.compacted) == (1, 1, 13)
+    assert plain.probes.paths_found * 100 >= 95 * plain.probes.paths
+
+
+def test_the_extractive_fallback_compacts_without_any_summariser(sessions):
+    stats = replay(sessions[SINGLE_TASK], "32k", MODES_BY_NAME["none+extractive"])
+    assert (stats.overflows, stats.compacted, stats.cache_busts) == (0, 15, 15)
+    assert stats.probes.paths_found == stats.probes.paths > 0
 
 
 def test_the_command_rejects_unknown_names(capsys):

@@ -28,6 +28,15 @@ API_REFERENCE = ROOT / "schemas" / "api-reference-1.1.6.json"
 
 ADDED_DROPPED_MESSAGES = "/response_schema/definitions/Applied/properties/dropped_messages"
 ADDED_DROPPED_RANGES = "/response_schema/definitions/Applied/properties/dropped_ranges"
+ADDED_ANCHOR_TOKENS = "/response_schema/definitions/Applied/properties/anchor_tokens"
+ADDED_RETAINED_ITEMS = "/response_schema/definitions/Applied/properties/retained_items"
+ADDED_SUMMARY_KIND = "/response_schema/definitions/Applied/properties/summary_kind"
+ADDED_ANCHOR_OPTION = "/request_schema/definitions/AssembleOptions/properties/anchor_messages"
+ADDED_COMPACT_RETAINED = "/response_schema/oneOf/0/properties/retained_items"
+ADDED_COMPACT_KIND = "/response_schema/oneOf/0/properties/summary_kind"
+ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
+                      ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_ANCHOR_OPTION]
+COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 
 
@@ -49,11 +58,15 @@ def pointer_parts(pointer: str) -> list[str]:
     return pointer.lstrip("/").split("/")
 
 
+def _step(node, part: str):
+    return node[int(part)] if isinstance(node, list) else node[part]
+
+
 def remove_pointer(document: dict, pointer: str) -> dict:
     parts = pointer_parts(pointer)
     node = document
     for part in parts[:-1]:
-        node = node[part]
+        node = _step(node, part)
     del node[parts[-1]]
     return document
 
@@ -61,7 +74,7 @@ def remove_pointer(document: dict, pointer: str) -> dict:
 def get_pointer(document: dict, pointer: str):
     node = document
     for part in pointer_parts(pointer):
-        node = node[part]
+        node = _step(node, part)
     return node
 
 
@@ -111,8 +124,8 @@ def test_ids_match_the_reference(reference):
 
 def test_documented_additions_are_exactly_these():
     assert DOCUMENTED_ADDITIONS == (
-        ("context::assemble", ADDED_DROPPED_MESSAGES),
-        ("context::assemble", ADDED_DROPPED_RANGES),
+        *(("context::assemble", pointer) for pointer in ASSEMBLE_ADDITIONS),
+        *(("context::compact", pointer) for pointer in COMPACT_ADDITIONS),
     )
 
 
@@ -161,6 +174,21 @@ def test_added_properties_shape():
     applied = assemble["response_schema"]["definitions"]["Applied"]
     assert "dropped_messages" not in applied["required"]
     assert "dropped_ranges" not in applied["required"]
+    for name in ("anchor_tokens", "retained_items", "summary_kind"):
+        assert name not in applied["required"]
+    assert get_pointer(assemble, ADDED_ANCHOR_TOKENS) | {"description": ""} == {
+        "description": "", "format": "uint64", "minimum": 0, "type": ["integer", "null"],
+    }
+    assert get_pointer(assemble, ADDED_SUMMARY_KIND)["enum"] == ["llm", "extractive", None]
+    assert get_pointer(assemble, ADDED_ANCHOR_OPTION) | {"description": ""} == {
+        "default": None, "description": "", "format": "uint", "minimum": 0, "type": ["integer", "null"],
+    }
+    compact = function_definition("context::compact")
+    ok = compact["response_schema"]["oneOf"][0]
+    assert "retained_items" not in ok["required"] and "summary_kind" not in ok["required"]
+    assert get_pointer(compact, ADDED_COMPACT_KIND) | {"description": ""} == {
+        "description": "", "enum": ["llm", "extractive"], "type": "string",
+    }
 
 
 def test_request_schemas_of_public_functions_mention_description():
@@ -206,9 +234,9 @@ def test_goldens_are_byte_exact(name, expected):
 
 def test_golden_records_the_additions():
     assemble = json.loads((GOLDEN_DIR / "context.assemble.json").read_text(encoding="utf-8"))
-    assert assemble["documented_additions"] == [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES]
+    assert assemble["documented_additions"] == ASSEMBLE_ADDITIONS
     compact = json.loads((GOLDEN_DIR / "context.compact.json").read_text(encoding="utf-8"))
-    assert compact["documented_additions"] == []
+    assert compact["documented_additions"] == COMPACT_ADDITIONS
 
 
 def test_regeneration_needs_the_explicit_flag(tmp_path, capsys):

@@ -33,7 +33,8 @@ KEYS_1_1_6 = [
     "max_output_chars", "max_result_tokens", "tail_turns",
     "lease_ttl_secs", "summarizer_timeout_ms", "lease_dir",
 ]
-EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction"]
+EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
+                  "anchor_messages", "summary_check", "summarizer_fallback"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -185,6 +186,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
                                     "min_free_tokens", "max_output_chars", "max_result_tokens", "tail_turns"]),
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir"]),
         ("Overflow and counting", ["overflow_fallback", "estimator", "user_less_compaction"]),
+        ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback"]),
     ]
     controls = result["controls"]
     numbers = {k: c for k, c in controls.items() if c["type"] == "Input" and c["inputType"] == "number"}
@@ -200,6 +202,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         "tail_turns": ("2", 0, 1, ""),
         "lease_ttl_secs": ("300", 0, 1, ""),
         "summarizer_timeout_ms": ("320000", 0, 1, ""),
+        "anchor_messages": ("0", 0, 1, ""),
     }
     assert controls["reserved_tokens_cap"]["meta"] == "Default: 20,000"
     assert controls["summarizer_timeout_ms"]["meta"] == "Default: 320,000"
@@ -208,7 +211,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     assert "III_COMPOSE_DIR" in controls["lease_dir"]["meta"]
     switches = {k: c["checked"] for k, c in controls.items() if c["type"] == "Switch"}
     assert switches == {"allow_fallback_limits": True, "overflow_fallback": False, "estimator": False,
-                        "user_less_compaction": True}
+                        "user_less_compaction": True, "summary_check": False, "summarizer_fallback": False}
     assert result["alert"] is None
     assert result["proposals"] == []
 
@@ -234,6 +237,11 @@ def test_form_editing_rules(tmp_path, node_available):
         {"value": {"overflow_fallback": "drop_oldest"}, "edit": {"key": "overflow_fallback", "checked": False}},
         {"value": {}, "edit": {"key": "estimator", "checked": True}},
         {"value": {}, "edit": {"key": "user_less_compaction", "checked": False}},
+        {"value": {}, "edit": {"key": "anchor_messages", "raw": "1"}},
+        {"value": {}, "edit": {"key": "summary_check", "checked": True}},
+        {"value": {"summary_check": "append"}, "edit": {"key": "summary_check", "checked": False}},
+        {"value": {}, "edit": {"key": "summarizer_fallback", "checked": True}},
+        {"value": {"summarizer_fallback": "extractive"}, "edit": {"key": "summarizer_fallback", "checked": False}},
     ]
     proposals = [r["proposals"] for r in render(scenarios, tmp_path)["results"]]
     assert proposals == [
@@ -252,6 +260,11 @@ def test_form_editing_rules(tmp_path, node_available):
         [{"overflow_fallback": "error"}],
         [{"estimator": "auto"}],
         [{"user_less_compaction": False}],
+        [{"anchor_messages": 1}],
+        [{"summary_check": "append"}],
+        [{"summary_check": "off"}],
+        [{"summarizer_fallback": "extractive"}],
+        [{"summarizer_fallback": "none"}],
     ]
 
 

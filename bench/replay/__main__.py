@@ -13,23 +13,35 @@ from pathlib import Path
 from bench.replay.replay import BUDGETS, MAX_OUTPUT_TOKENS, MODES, MODES_BY_NAME, ReplayStats, Session, replay, shipped_sessions
 
 COLUMNS = ("session", "rounds", "budget", "mode", "calls", "input tokens", "cache busts",
-           "overflows", "pruned", "capped", "compacted", "dropped")
+           "overflows", "pruned", "capped", "compacted", "dropped", "user probes", "path probes",
+           "task kept")
 LEGEND = f"""\
 Budgets: inline limits, context window 32000 / 64000 / 128000 tokens, {MAX_OUTPUT_TOKENS} output tokens.
 Modes: summariser = fake summariser, default configuration; none = no summariser;
 none+drop_oldest = no summariser, overflow_fallback drop_oldest; original = fake summariser,
-user_less_compaction false (the 1.1.6 selection).
+user_less_compaction false (the 1.1.6 selection); +anchor = anchor_messages 1; +check =
+summary_check append; +extractive = summarizer_fallback extractive.
 calls = assemble calls (one before each recorded assistant message); input tokens = sum of the
 token_count of successful calls; cache busts = calls whose system prompt and messages do not
 extend the previous successful call's; overflows = calls that failed with context/overflow;
 pruned / capped / compacted / dropped = calls whose applied reports pruning, capped parts,
-a compaction, dropped messages."""
+a compaction, dropped messages; user probes / path probes = over every compaction, the share of
+the summarised head's user-message openings (first 100 characters) / file paths and URLs found in
+the returned system prompt and messages (whitespace and case collapsed; - when no compaction had
+any); task kept = share of calls whose returned context holds the first user message verbatim."""
 
 
 def row(session: Session, stats: ReplayStats) -> tuple[str, ...]:
     return (session.name, str(session.tool_rounds), stats.budget, stats.mode, str(stats.calls),
             f"{stats.input_tokens:,}", str(stats.cache_busts), str(stats.overflows), str(stats.pruned),
-            str(stats.capped), str(stats.compacted), str(stats.dropped))
+            str(stats.capped), str(stats.compacted), str(stats.dropped),
+            _share(stats.probes.users_found, stats.probes.users),
+            _share(stats.probes.paths_found, stats.probes.paths),
+            _share(stats.task_kept, stats.calls))
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
 def markdown(rows: list[tuple[str, ...]]) -> str:
@@ -52,7 +64,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated, of " + ",".join(BUDGETS))
     parser.add_argument("--modes", default=",".join(m.name for m in MODES),
                         help="comma-separated, of " + ",".join(m.name for m in MODES))
-    parser.add_argument("--dir", type=Path, help="read sessions from this directory instead")
+    parser.add_argument("--dir", "--data", dest="dir", type=Path,
+                        help="read sessions from this directory instead (e.g. ../shared/realdata)")
     return parser.parse_args(argv)
 
 

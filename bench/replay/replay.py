@@ -20,9 +20,11 @@ from typing import Any
 import anyio
 
 from bench.replay.fake_summarizer import RecordingSummarizer
+from bench.replay.probes import Probes, context_text, head_probes, task_text
 from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
+from context_manager.core.anchor import anchor_length
 from context_manager.wire.errors import OVERFLOW, HandlerError
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
@@ -44,6 +46,13 @@ MODES = (
     Mode("none", False, {}),
     Mode("none+drop_oldest", False, {"overflow_fallback": "drop_oldest"}),
     Mode("original", True, {"user_less_compaction": False}),
+    # Task retention: anchor, retention check, extractive fallback.
+    Mode("summariser+anchor", True, {"anchor_messages": 1}),
+    Mode("summariser+check", True, {"summary_check": "append"}),
+    Mode("summariser+anchor+check", True, {"anchor_messages": 1, "summary_check": "append"}),
+    Mode("none+extractive", False, {"summarizer_fallback": "extractive"}),
+    Mode("none+extractive+anchor", False, {"summarizer_fallback": "extractive", "anchor_messages": 1}),
+    Mode("none+drop_oldest+anchor", False, {"overflow_fallback": "drop_oldest", "anchor_messages": 1}),
 )
 MODES_BY_NAME = {mode.name: mode for mode in MODES}
 
@@ -84,6 +93,8 @@ class ReplayStats:
     compacted: int = 0
     dropped: int = 0
     compactions: list[Compaction] = field(default_factory=list)
+    probes: Probes = field(default_factory=Probes)
+    task_kept: int = 0  # calls whose returned context holds the first user message verbatim
 
 
 def load_session(path: Path) -> Session:
@@ -128,13 +139,18 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
                   recorder: RecordingSummarizer | None, model_id: str) -> ReplayStats:
     stats = ReplayStats(session.name, budget, mode.name)
     model = model_input(BUDGETS[budget], model_id)
-    held_from = 0  # the first recorded message the harness still holds
+    # The pinned anchor (request messages the harness always resends first) and, after it, the
+    # first recorded message the harness still holds.
+    anchor = _anchor_messages(session, mode)
+    held_from = len(anchor)
+    task = task_text(session.messages)
     previous_summary: str | None = None
     previous_sent: tuple[str, list[dict[str, Any]]] | None = None
     for index, message in enumerate(session.messages):
-        if message["role"] != "assistant" or index == held_from:
-            continue
-        payload: dict[str, Any] = {"messages": session.messages[held_from:index], "model": model}
+        if message["role"] != "assistant" or (index == held_from and not anchor):
+            continue  # nothing to send yet
+        sent_messages = anchor + session.messages[held_from:index]
+        payload: dict[str, Any] = {"messages": sent_messages, "model": model}
         if session.system_prompt is not None:
             payload["system_prompt"] = session.system_prompt
         if previous_summary is not None:
@@ -157,14 +173,26 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
         stats.pruned += applied["pruned"]
         stats.capped += applied["capped_parts"] > 0
         stats.dropped += "dropped_messages" in applied
+        returned = context_text(response["system_prompt"], response["messages"])
+        stats.task_kept += task is not None and task in returned
         if applied["compacted"]:
             stats.compacted += 1
             previous_summary = applied["summary"]
-            held_from += applied["tail_start_index"]
+            tail = applied["tail_start_index"]
+            stats.probes.add(head_probes(sent_messages[len(anchor):tail], returned))
+            held_from += tail - len(anchor)
             stats.compactions.append(Compaction(
                 stats.calls - 1, applied["summary"], applied["tail_start_index"],
                 list(recorder.calls[summarizer_mark:]) if recorder is not None else []))
     return stats
+
+
+def _anchor_messages(session: Session, mode: Mode) -> list[dict[str, Any]]:
+    """The leading recorded messages that hold the mode's pinned anchor (customs included)."""
+    requested = mode.config.get("anchor_messages", 0)
+    facing = [i for i, m in enumerate(session.messages) if m["role"] != "custom"]
+    pinned = anchor_length([session.messages[i] for i in facing], requested)
+    return session.messages[:facing[pinned - 1] + 1] if pinned else []
 
 
 def _extends(before: tuple[str, list[Any]], after: tuple[str, list[Any]]) -> bool:

@@ -13,11 +13,20 @@ from typing import Any, Callable, Iterable, get_args
 
 from context_manager.wire import decode as t
 from context_manager.wire.errors import DecodeError
-from context_manager.core.settings import DEFAULT_CONFIG, EstimatorName, OverflowFallback, WorkerConfig
+from context_manager.core.settings import (
+    DEFAULT_CONFIG,
+    EstimatorName,
+    OverflowFallback,
+    SummarizerFallback,
+    SummaryCheck,
+    WorkerConfig,
+)
 
 
 OVERFLOW_FALLBACKS: tuple[str, ...] = get_args(OverflowFallback)
 ESTIMATORS: tuple[str, ...] = get_args(EstimatorName)
+SUMMARY_CHECKS: tuple[str, ...] = get_args(SummaryCheck)
+SUMMARIZER_FALLBACKS: tuple[str, ...] = get_args(SummarizerFallback)
 
 
 class ConfigError(ValueError):
@@ -52,9 +61,13 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "overflow_fallback": t.enum_of(OVERFLOW_FALLBACKS),
     "estimator": t.enum_of(ESTIMATORS),
     "user_less_compaction": _boolean,
+    "anchor_messages": _usize,
+    "summary_check": t.enum_of(SUMMARY_CHECKS),
+    "summarizer_fallback": t.enum_of(SUMMARIZER_FALLBACKS),
 }
 
-STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator"))
+STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
+                         "summarizer_fallback"))
 
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 

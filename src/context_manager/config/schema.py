@@ -10,7 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from context_manager.core.settings import DEFAULT_CONFIG
-from context_manager.config.parse import ESTIMATORS, OVERFLOW_FALLBACKS, defaults_object
+from context_manager.config.parse import (
+    ESTIMATORS,
+    OVERFLOW_FALLBACKS,
+    SUMMARIZER_FALLBACKS,
+    SUMMARY_CHECKS,
+    defaults_object,
+)
 
 TITLE = "WorkerConfig"
 DESCRIPTION = (
@@ -90,6 +96,23 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
         {"type": "boolean"},
         "Let a history without any user message compact by assistant rounds; false keeps such "
         "a history uncompactable.",
+    ),
+    "anchor_messages": (
+        _UINT,
+        "The first N model-facing messages of every context::assemble call are pinned: no pass "
+        "changes or drops them and compaction summarises only what follows them; 0 pins nothing. "
+        "options.anchor_messages overrides it per call.",
+    ),
+    "summary_check": (
+        {"enum": list(SUMMARY_CHECKS), "type": "string"},
+        "\"append\": before a summary is accepted, user requests, file paths, URLs and the open "
+        "error of the summarised head that it lacks are appended under a fixed heading; \"off\" "
+        "accepts summaries as written.",
+    ),
+    "summarizer_fallback": (
+        {"enum": list(SUMMARIZER_FALLBACKS), "type": "string"},
+        "\"extractive\": when compaction has no summariser or the summariser fails, build the "
+        "summary from the head deterministically; \"none\" skips compaction instead.",
     ),
 }
 

@@ -4,7 +4,9 @@ Pass order (each pass keeps the per-message size memo exact, so the running tota
 a from-scratch count of what would be returned):
 
 1. resolve the model and compute ``usable``;
-2. build the model-facing view (custom messages removed, request indices remembered);
+2. build the model-facing view (custom messages removed, request indices remembered) and set its
+   pinned anchor aside (``core.anchor``; ``anchor_messages``, none by default): every later pass
+   works on the rest only, and the anchor is returned first, verbatim;
 3. media normalization of the view;
 4. render the system prompt (base + optional previous-summary section), count everything:
    ``initial_token_count``;
@@ -18,8 +20,8 @@ a from-scratch count of what would be returned):
 Compaction hand-over
 --------------------
 ``compaction_step`` hands a ``core.compaction.inline.CompactionRequest`` to ``try_compact``,
-whose ``InlineCompaction`` (or ``None``: no summariser, busy lease, nothing to summarise,
-summariser failure) comes back; both types document the contract. Without an outcome the call
+whose ``InlineCompaction`` (or ``None``: no summariser and no extractive fallback, busy
+lease, nothing to summarise, summariser failure without the fallback) comes back; both types document the contract. Without an outcome the call
 falls through to emergency reduction. With one, assemble reports ``compacted``, ``summary``,
 ``tail_start_index = view_to_orig[tail_start_view]``, ``tokens_before`` and
 ``summarized_head_tokens``.
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from context_manager.core.settings import WorkerConfig
+from context_manager.core.anchor import anchor_length
 from context_manager.wire import errors
 from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
@@ -62,6 +65,7 @@ class AssembleOptions:
     thinking_level: str | None = None
     lease_key: str | None = None
     previous_summary: str | None = None
+    anchor_messages: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,9 @@ class _Context:
     prompt_tokens: int
     tools_tokens: int
     overhead_tokens: int
+    # The pinned anchor ahead of ``view``: never changed, always returned first.
+    anchor: list[Message] = field(default_factory=list)
+    anchor_sizes: list[int] = field(default_factory=list)
     # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
     # positions of inline results, so one resolution serves both passes.
     _function_ids: dict[tuple[int, int], str] | None = None
@@ -110,7 +117,14 @@ class _Context:
 
     def total(self) -> int:
         # Sums are unsigned 64-bit and saturate, as in the original.
-        return saturating_add(sum(self.sizes), self.prompt_tokens, self.tools_tokens, self.overhead_tokens)
+        return saturating_add(sum(self.sizes), self.fixed_tokens())
+
+    def fixed_tokens(self) -> int:
+        """What no pass reduces: the anchor, the system prompt, the tools and the overhead."""
+        return saturating_add(sum(self.anchor_sizes), self.prompt_tokens, self.tools_tokens, self.overhead_tokens)
+
+    def messages(self) -> list[Message]:
+        return self.anchor + self.view if self.anchor else self.view
 
 
 async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse) -> dict[str, Any]:
@@ -130,7 +144,13 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     usable = usable_budget(resolved, reserved, options.thinking_level)
     estimator = estimator_for_model(request.model.id, config, deps.tokenizers)
 
-    state = _initial_context(request, resolved.vision, estimator, reuse)
+    anchor_requested = (
+        options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
+    )
+    state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested)
+    if state.anchor and state.fixed_tokens() > usable:
+        # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
+        raise errors.overflow(state.fixed_tokens(), usable)
     applied: dict[str, Any] = {
         "initial_token_count": state.total(),
         "pruned": False,
@@ -139,6 +159,8 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         "capped_tokens": 0,
         "compacted": False,
     }
+    if anchor_requested:
+        applied["anchor_tokens"] = sum(state.anchor_sizes)
     _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
         _prune_pass(state, options, config, estimator, applied, reuse)
@@ -158,7 +180,7 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         raise errors.overflow(token_count, usable)
     return {
         "system_prompt": state.system_prompt,
-        "messages": state.view,
+        "messages": state.messages(),
         "token_count": token_count,
         "usable": usable,
         "effective_max_output_tokens": resolved.max_output_tokens,
@@ -169,15 +191,20 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
 
 
 def _initial_context(
-    request: AssembleRequest, vision: Capability, estimator: Estimator, reuse: CallReuse
+    request: AssembleRequest, vision: Capability, estimator: Estimator, reuse: CallReuse,
+    anchor_requested: int,
 ) -> _Context:
-    """The model-facing view (no custom messages, media normalized) and its size memo."""
+    """The model-facing view (no custom messages, media normalized), its anchor and size memo."""
     view: list[Message] = []
     view_to_orig: list[int] = []
     for index, message in enumerate(request.messages):
         if message["role"] != "custom":
             view.append(message)
             view_to_orig.append(index)
+    pinned = anchor_length(view, anchor_requested)
+    anchor = view[:pinned]
+    if pinned:
+        view, view_to_orig = view[pinned:], view_to_orig[pinned:]
     view = normalize_media(view, vision)
     system_prompt = render_system_prompt(request.system_prompt, request.options.previous_summary)
     return _Context(
@@ -188,6 +215,8 @@ def _initial_context(
         prompt_tokens=estimator.text(system_prompt),
         tools_tokens=tools_tokens(request.tools, estimator, reuse) if request.tools else 0,
         overhead_tokens=request.options.request_overhead_tokens or 0,
+        anchor=anchor,
+        anchor_sizes=message_sizes(anchor, estimator, reuse) if anchor else [],
     )
 
 
@@ -304,7 +333,7 @@ def _breakdown(
     breakdown: dict[str, Any] = {
         "system_prompt_tokens": state.prompt_tokens,
         "tools_tokens": state.tools_tokens,
-        "by_role": by_role(state.view, state.sizes),
+        "by_role": by_role(state.messages(), state.anchor_sizes + state.sizes),
     }
     if parts is not None:
         breakdown["by_part"] = {name: estimator.text(text) for name, text in sorted(parts.items())}
@@ -330,6 +359,10 @@ def _apply_compaction(
     applied["tail_start_index"] = state.view_to_orig[outcome.tail_start_view]
     applied["tokens_before"] = outcome.tokens_before
     applied["summarized_head_tokens"] = outcome.tokens_before
+    if outcome.summary_kind is not None:
+        applied["summary_kind"] = outcome.summary_kind
+    if outcome.retained_items is not None:
+        applied["retained_items"] = outcome.retained_items
     state.view_to_orig = state.view_to_orig[head_len:]
 
 

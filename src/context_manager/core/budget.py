@@ -50,3 +50,8 @@ def preserve_recent(usable: int, override: int | None) -> int:
     if override is not None:
         return override
     return min(max(usable // 4, PRESERVE_RECENT_MIN), PRESERVE_RECENT_MAX)
+
+
+def summary_budget(usable: int) -> int:
+    """Tokens a summary built or extended here may take: half the default tail budget (1000..4000)."""
+    return preserve_recent(usable, None) // 2

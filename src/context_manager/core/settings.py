@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-# The accepted values of the two enumerated keys; config parsing and the schema list them from here.
+# The accepted values of the enumerated keys; config parsing and the schema list them from here.
 OverflowFallback = Literal["error", "drop_oldest"]
 EstimatorName = Literal["heuristic", "auto"]
+SummaryCheck = Literal["off", "append"]
+SummarizerFallback = Literal["none", "extractive"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,10 @@ class WorkerConfig:
     overflow_fallback: OverflowFallback = "error"
     estimator: EstimatorName = "heuristic"
     user_less_compaction: bool = True
+    # Task retention (README "Behaviour beyond 1.1.6"); the defaults leave every answer unchanged.
+    anchor_messages: int = 0
+    summary_check: SummaryCheck = "off"
+    summarizer_fallback: SummarizerFallback = "none"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

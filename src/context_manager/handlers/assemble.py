@@ -1,7 +1,7 @@
 """`context::assemble`: decode the request, run the pipeline, answer (spec 02 §7, §9).
 
 Options that are absent or null fall back to the worker configuration (``max_result_tokens``,
-``tail_turns``) or to the documented defaults (``allow_prune`` and ``allow_compaction`` true,
+``tail_turns``, ``anchor_messages``) or to the documented defaults (``allow_prune`` and ``allow_compaction`` true,
 ``request_overhead_tokens`` 0, no protected functions). The prune thresholds are configuration
 only: assemble's options do not carry them.
 """
@@ -30,6 +30,7 @@ _OPTIONS = {
     "thinking_level": t.FieldSpec(t.enum_of(t.THINKING_LEVELS)),
     "lease_key": t.FieldSpec(t.string),
     "previous_summary": t.FieldSpec(t.string),
+    "anchor_messages": t.FieldSpec(t.usize),
 }
 
 

@@ -1,8 +1,8 @@
 """The seven registered functions: ids, descriptions, metadata and wire schemas (spec 04 §1.6, §5).
 
 The schemas are data, taken from the published 1.1.6 API reference, so that what is registered
-cannot drift from the wire contract. The only changes are documented optional response
-properties (see ``DOCUMENTED_ADDITIONS``).
+cannot drift from the wire contract. The only changes are documented optional properties (see
+``DOCUMENTED_ADDITIONS``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ PUBLIC_FUNCTION_IDS = FUNCTION_IDS[:4]
 DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Applied/properties/dropped_messages"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/dropped_ranges"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/anchor_tokens"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/retained_items"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/summary_kind"),
+    ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/anchor_messages"),
+    ("context::compact", "/response_schema/oneOf/0/properties/retained_items"),
+    ("context::compact", "/response_schema/oneOf/0/properties/summary_kind"),
 )
 
 _DATA_FILE = "functions.json"

@@ -110,6 +110,35 @@ const EXTENSION_SWITCHES = [
   },
 ]
 
+// Task retention: pinned anchor messages, the summary retention check, the extractive fallback.
+const RETENTION_NUMBERS = [
+  {
+    key: 'anchor_messages',
+    label: 'Pinned anchor messages',
+    fallback: 0,
+    help: 'The first messages of every assembled context stay verbatim and first; compaction summarises only what follows them. 0 pins nothing.',
+  },
+]
+
+const RETENTION_SWITCHES = [
+  {
+    key: 'summary_check',
+    label: 'Check what every summary kept',
+    help: 'Append the user requests, file paths, URLs and the open error a summary left out, under a fixed heading.',
+    fallbackText: 'off',
+    isOn: (v) => v === 'append',
+    valueFor: (on) => (on ? 'append' : 'off'),
+  },
+  {
+    key: 'summarizer_fallback',
+    label: 'Summarise without a model',
+    help: 'When no summariser answers, build the summary from the history itself instead of skipping compaction.',
+    fallbackText: 'off (none)',
+    isOn: (v) => v === 'extractive',
+    valueFor: (on) => (on ? 'extractive' : 'none'),
+  },
+]
+
 function objectOrEmpty(value) {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...value } : {}
 }
@@ -311,6 +340,24 @@ export function ContextManagerConfigForm(props) {
         SettingsList,
         null,
         ...EXTENSION_SWITCHES.map((s) =>
+          switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
+            propose({ ...value, [s.key]: s.valueFor(on) }),
+          ),
+        ),
+      ),
+    ),
+    h(
+      SettingsSection,
+      {
+        title: 'Task retention',
+        description:
+          'Keep the task in view across compactions. The defaults change nothing.',
+      },
+      h(
+        SettingsList,
+        null,
+        ...RETENTION_NUMBERS.map(numberRow),
+        ...RETENTION_SWITCHES.map((s) =>
           switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
             propose({ ...value, [s.key]: s.valueFor(on) }),
           ),

@@ -24,7 +24,7 @@ from context_manager.ports import (
 )
 from context_manager.core.resolution import resolve_model
 from context_manager.core.compaction.selection import select
-from context_manager.core.compaction.summarize import summarize_head
+from context_manager.core.compaction.produce import produce_summary
 from context_manager.wire.decode import ModelInput
 from context_manager.ports import Clock, ModelResolver, TokenizerSource
 
@@ -106,9 +106,7 @@ async def _summarise(
         return dict(EMPTY)
     tokens_before = sum(sizes[:head_len])
     try:
-        if deps.summarizer is None:
-            raise SummarizerUnavailable("no summariser is configured")
-        summary = await summarize_head(
+        produced = await produce_summary(
             deps.summarizer,
             model,
             messages[:head_len],
@@ -128,8 +126,9 @@ async def _summarise(
         else:
             deps.log.error("compaction failed: %s", exc)
         return dict(OVERFLOW)
+    summary = produced.text
     tokens_after = estimator.text(summary) + sum(sizes[head_len:])
-    return {
+    response: dict[str, Any] = {
         "status": "ok",
         "summary": summary,
         "tail_start_index": selection.tail_start_index,
@@ -137,3 +136,8 @@ async def _summarise(
         "tokens_after": tokens_after,
         "used_prior_summary": options.previous_summary is not None,
     }
+    if produced.kind is not None:
+        response["summary_kind"] = produced.kind
+    if produced.retained_items is not None:
+        response["retained_items"] = produced.retained_items
+    return response

@@ -2,8 +2,9 @@
 
 ``context::assemble`` calls :func:`try_compact` once its view is still over budget after the cap
 and prune passes and compaction is allowed. Any reason not to compact (busy lease, nothing to
-summarise, whole-head selection, failed or empty summariser) is ``None``: assemble then falls
-through to emergency reduction and, if that is not enough, ``context/overflow``.
+summarise, whole-head selection, failed or empty summariser without ``summarizer_fallback:
+extractive``) is ``None``: assemble then falls through to emergency reduction and, if that is not
+enough, ``context/overflow``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from context_manager.core.compaction import lease
 from context_manager.core.budget import preserve_recent
 from context_manager.ports import LeaseStore, SummarizeError, Summarizer
 from context_manager.core.compaction.selection import select
-from context_manager.core.compaction.summarize import summarize_head
+from context_manager.core.compaction.produce import produce_summary
 from context_manager.wire.decode import ModelInput
 from context_manager.ports import Clock, Estimator
 from context_manager.wire.messages import Message
@@ -82,6 +83,9 @@ class InlineCompaction:
     head_len: int
     tail_start_view: int
     tokens_before: int
+    # ``applied.summary_kind`` / ``applied.retained_items``; None when their option is off.
+    summary_kind: str | None = None
+    retained_items: int | None = None
 
 
 async def try_compact(
@@ -93,7 +97,7 @@ async def try_compact(
     then finds nothing to summarise; a busy lease skips compaction without calling the
     summariser.
     """
-    if deps.summarizer is None:
+    if deps.summarizer is None and request.config.summarizer_fallback == "none":
         return None
     key = request.lease_key
     if key is None:
@@ -115,7 +119,7 @@ async def try_compact(
 
 
 async def _compact_view(
-    request: CompactionRequest, summarizer: Summarizer, log: logging.Logger
+    request: CompactionRequest, summarizer: Summarizer | None, log: logging.Logger
 ) -> InlineCompaction | None:
     view = request.view
     budget = preserve_recent(request.usable, None)
@@ -126,7 +130,7 @@ async def _compact_view(
         return None  # nothing to summarise, or everything would be (assemble keeps a tail)
     tokens_before = sum(request.sizes[:head_len])
     try:
-        summary = await summarize_head(
+        produced = await produce_summary(
             summarizer,
             request.model,
             view[:head_len],
@@ -140,4 +144,5 @@ async def _compact_view(
     except SummarizeError as exc:
         log.warning("compaction skipped: %s", exc)
         return None
-    return InlineCompaction(summary, head_len, head_len, tokens_before)
+    return InlineCompaction(produced.text, head_len, head_len, tokens_before,
+                            produced.kind, produced.retained_items)

@@ -1,0 +1,92 @@
+"""Retention probes of the replay: what a compaction's head left in the returned context.
+
+For every compaction, the head's user-message openings (first 100 characters of each user
+message's text) and its file paths and URLs (found by the retention check's own rules, in user
+text and call arguments) are looked up in the returned system prompt and messages, compared
+after collapsing whitespace and case. Per session, a call keeps the task when its returned
+context holds the first user message's text verbatim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from context_manager.core.compaction.retention_check import argument_strings, normalize, paths_in
+from context_manager.core.compaction.prompts import trim
+from context_manager.wire.codec import canonical_free_form, dumps
+
+OPENING_CHARS = 100
+
+
+@dataclass
+class Probes:
+    users_found: int = 0
+    users: int = 0
+    paths_found: int = 0
+    paths: int = 0
+
+    def add(self, other: "Probes") -> None:
+        self.users_found += other.users_found
+        self.users += other.users
+        self.paths_found += other.paths_found
+        self.paths += other.paths
+
+
+def _texts(content: Sequence[dict[str, Any]]) -> list[str]:
+    out = []
+    for block in content:
+        kind = block["type"]
+        if kind == "text":
+            out.append(block["text"])
+        elif kind == "function_call":
+            out.append(dumps(canonical_free_form(block.get("arguments"))).decode("utf-8"))
+            out.extend(argument_strings(block.get("arguments")))
+        elif kind == "function_result":
+            out.extend(_texts(block["content"]))
+    return out
+
+
+def _user_text(message: dict[str, Any]) -> str:
+    return "\n".join(b["text"] for b in message["content"] if b["type"] == "text")
+
+
+def context_text(system_prompt: str, messages: Sequence[dict[str, Any]]) -> str:
+    """Every text of a returned context, one per line."""
+    parts = [system_prompt]
+    for message in messages:
+        parts.extend(_texts(message["content"]))
+    return "\n".join(parts)
+
+
+def task_text(messages: Sequence[dict[str, Any]]) -> str | None:
+    """The first user message's text, or ``None`` when the session has none."""
+    for message in messages:
+        if message["role"] == "user":
+            return _user_text(message) or None
+    return None
+
+
+def head_probes(head: Sequence[dict[str, Any]], returned: str) -> Probes:
+    haystack = normalize(returned)
+    probes = Probes()
+    openings: list[str] = []
+    paths: list[str] = []
+    for message in head:
+        if message["role"] == "user":
+            text = trim(_user_text(message))
+            if text:
+                openings.append(text[:OPENING_CHARS])
+            paths.extend(paths_in(_user_text(message)))
+        if message["role"] in ("user", "assistant"):
+            for block in message["content"]:
+                if block["type"] == "function_call":
+                    for text in argument_strings(block.get("arguments")):
+                        paths.extend(paths_in(text))
+    for opening in dict.fromkeys(openings):
+        probes.users += 1
+        probes.users_found += normalize(opening) in haystack
+    for path in dict.fromkeys(paths):
+        probes.paths += 1
+        probes.paths_found += normalize(path) in haystack
+    return probes

@@ -1,0 +1,70 @@
+"""One summary of a head, as every compaction path accepts it.
+
+The summariser's reply (``summarize.summarize_head``); with ``summarizer_fallback: extractive`` an
+extractive summary instead when there is no summariser or it fails, times out or answers blank;
+then, with ``summary_check: append``, the retention check. With both options at their defaults
+this is exactly ``summarize_head``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from context_manager.core.budget import summary_budget
+from context_manager.core.compaction.extractive import extractive_summary
+from context_manager.core.compaction.retention_check import check_summary
+from context_manager.core.compaction.summarize import summarize_head
+from context_manager.core.settings import WorkerConfig
+from context_manager.ports import Estimator, SummarizeError, Summarizer, SummarizerUnavailable
+from context_manager.wire.decode import ModelInput
+
+LLM = "llm"
+EXTRACTIVE = "extractive"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducedSummary:
+    """The accepted summary; ``kind`` and ``retained_items`` are ``None`` when not reported."""
+
+    text: str
+    kind: str | None
+    retained_items: int | None
+
+
+async def produce_summary(
+    summarizer: Summarizer | None,
+    model: ModelInput,
+    head: Sequence[dict[str, Any]],
+    input_budget: int,
+    *,
+    previous_summary: str | None,
+    instructions: str | None,
+    estimator: Estimator,
+    config: WorkerConfig,
+    log: logging.Logger,
+) -> ProducedSummary:
+    """Raises :class:`SummarizeError` only without the extractive fallback; every count is taken
+    with ``estimator`` (the calling function's)."""
+    extractive_on = config.summarizer_fallback == EXTRACTIVE
+    kind = LLM
+    try:
+        if summarizer is None:
+            raise SummarizerUnavailable("no summariser is configured")
+        text = await summarize_head(
+            summarizer, model, head, input_budget,
+            previous_summary=previous_summary, instructions=instructions, estimator=estimator,
+            config=config, log=log,
+        )
+    except SummarizeError as exc:
+        if not extractive_on:
+            raise
+        log.warning("summariser gave no summary (%s); using an extractive summary", exc)
+        text = extractive_summary(head, previous_summary, summary_budget(input_budget), estimator)
+        kind = EXTRACTIVE
+    retained: int | None = None
+    if config.summary_check == "append":
+        text, retained = check_summary(
+            text, head, previous_summary, summary_budget(input_budget), estimator)
+    return ProducedSummary(text, kind if extractive_on else None, retained)
