@@ -391,6 +391,7 @@ class EngineClient:
                 )
             return None
         reply_to = str(invocation_id)
+        function_id = str(function_id)  # a registered id: the lookup above matched a string
         try:
             value = await function.handler(frame.get("data"))
             # Encoded here so that an unencodable result still gets an error reply.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from context_manager.wire import decode as t
 from context_manager.wire.errors import DecodeError, invalid_request
@@ -44,11 +44,13 @@ def _heuristic_count(raws: list[Any]) -> tuple[list[int], dict[str, int]]:
     """(per-message heuristic estimates, their sum by role) of valid messages, most of them
     straight from the parsed JSON; an unusual message is decoded (which raises its exact error
     if it is invalid)."""
-    sizes = [heuristic_tokens(raw) for raw in raws]
-    if None in sizes:
-        for index, size in enumerate(sizes):
-            if size is None:
-                sizes[index] = HEURISTIC.message(t.decode_message(raws[index]))
+    measured = [heuristic_tokens(raw) for raw in raws]
+    if None in measured:
+        measured = [
+            size if size is not None else HEURISTIC.message(t.decode_message(raw))
+            for raw, size in zip(raws, measured)
+        ]
+    sizes = cast("list[int]", measured)  # no None is left
     buckets = empty_by_role()
     for raw, size in zip(raws, sizes):
         buckets[raw["role"]] += size

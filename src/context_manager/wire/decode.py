@@ -301,7 +301,7 @@ def decode_block(value: Any) -> dict[str, Any]:
 def decode_blocks(value: Any) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise invalid_type(value, "a sequence")
-    out = []
+    out: list[dict[str, Any]] = []
     append = out.append
     for v in value:
         # Well-formed text, thinking and call blocks, the bulk of a history, skip the generic

@@ -63,7 +63,7 @@ async def acquire(store: LeaseStore, clock: Clock, key: str, ttl: int) -> str | 
     nonce = new_nonce()
     claims = isinstance(store, ClaimingLeaseStore)
     try:
-        if claims:
+        if isinstance(store, ClaimingLeaseStore):  # repeated so the type checker narrows ``store``
             prior = await store.claim(SCOPE, key, LeaseRecord(nonce, now), lambda r: is_active(r, now, ttl))
         else:
             prior = await store.swap(SCOPE, key, LeaseRecord(nonce, now))
