@@ -33,7 +33,7 @@ def test_the_function_result_message_table() -> None:
     ]
     assert spec.fields["content"].decoder is decode.decode_blocks
     assert spec.fields["timestamp"].decoder is decode.i64
-    assert spec.omitted == frozenset()
+    assert spec.omitted == ()
 
 
 def test_the_assistant_and_custom_message_tables() -> None:
@@ -43,26 +43,26 @@ def test_the_assistant_and_custom_message_tables() -> None:
         ("error_kind", False), ("warnings", False), ("usage", False), ("model", True), ("provider", True),
         ("timestamp", True)]
     assert assistant.fields["usage"].decoder is decode.decode_usage
-    assert assistant.omitted == {"native_stop_reason", "error_message", "error_kind", "warnings", "usage"}
-    assert decode._MESSAGE_SPECS["custom"].omitted == {"display", "details"}
-    assert decode._MESSAGE_SPECS["user"].omitted == frozenset()
+    assert assistant.omitted == ("native_stop_reason", "error_message", "error_kind", "warnings", "usage")
+    assert decode._MESSAGE_SPECS["custom"].omitted == ("display", "details")
+    assert decode._MESSAGE_SPECS["user"].omitted == ()
 
 
 def test_the_image_and_call_block_tables() -> None:
     image = decode._BLOCK_SPECS["image"]
     assert fields_of(image) == [("mime", True, None, True), ("data", True, None, True),
                                 ("attachment_id", False, None, True)]
-    assert image.omitted == {"attachment_id"}
+    assert image.omitted == ("attachment_id",)
     call = decode._BLOCK_SPECS["function_call"]
     assert fields_of(call) == [("id", True, None, True), ("function_id", True, None, True),
                                ("arguments", False, None, True)]
     assert call.fields["arguments"].decoder is decode.free_form
-    assert call.omitted == frozenset()  # a missing `arguments` is written as null
-    assert decode._BLOCK_SPECS["function_result"].omitted == {"is_error"}
+    assert call.omitted == ()  # a missing `arguments` is written as null
+    assert decode._BLOCK_SPECS["function_result"].omitted == ("is_error",)
     assert list(decode._USAGE_SPEC.fields) == ["input", "output", "cache_read", "cache_write", "reasoning",
                                                "cost_usd"]
     assert decode._USAGE_SPEC.fields["cost_usd"].decoder is decode.f64
-    assert decode._USAGE_SPEC.omitted == set(decode._USAGE_SPEC.fields)
+    assert decode._USAGE_SPEC.omitted == tuple(decode._USAGE_SPEC.fields)
 
 
 def test_the_tags_and_layouts() -> None:

@@ -197,14 +197,14 @@ def decode_struct(value: Any, type_name: str, fields: dict[str, FieldSpec]) -> d
     if type(value) is not dict:
         raise invalid_type(value, f"struct {type_name}")
     try:
-        return _decode_fields(value, fields)
+        return _decode_fields(value, fields, {})
     except DecodeError:
         _explain_struct(value, fields)
         raise
 
 
-def _decode_fields(value: dict[str, Any], fields: dict[str, FieldSpec]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _decode_fields(value: dict[str, Any], fields: dict[str, FieldSpec], out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with every field appended in order (absent -> default)."""
     get = value.get
     for name, spec in fields.items():
         raw = get(name, _ABSENT)
@@ -232,6 +232,27 @@ def _explain_struct(value: dict[str, Any], fields: dict[str, FieldSpec]) -> None
     for name, spec in fields.items():
         if spec.required and name not in value:
             raise missing_field(name)
+
+
+class _RecordSpec(NamedTuple):
+    fields: dict[str, FieldSpec]
+    omitted: tuple[str, ...]  # members the canonical form leaves out when they decode to None
+
+
+def _decode_record(tag: str | None, kind: str, value: Any, spec: _RecordSpec) -> dict[str, Any]:
+    """The canonical dict of a record: its tag (if any), then its members in declaration order,
+    omitted ones left out when they decode to None."""
+    if type(value) is not dict:
+        raise invalid_type(value, f"struct {kind}")
+    try:
+        out = _decode_fields(value, spec.fields, {} if tag is None else {tag: kind})
+    except DecodeError:
+        _explain_struct(value, spec.fields)
+        raise
+    for name in spec.omitted:
+        if out[name] is None:
+            del out[name]
+    return out
 
 
 # --- content blocks -------------------------------------------------------------------------
@@ -291,7 +312,7 @@ def decode_blocks(value: Any) -> list[dict[str, Any]]:
 
 
 def decode_usage(value: Any) -> dict[str, Any]:
-    return _canonical({}, decode_struct(value, "Usage", _USAGE_SPEC.fields), _USAGE_SPEC.omitted)
+    return _decode_record(None, "Usage", value, _USAGE_SPEC)
 
 
 def _timestamp(value: dict[str, Any]) -> int | None:
@@ -384,11 +405,6 @@ def decode_message(value: Any) -> dict[str, Any]:
 # --- the field tables, from the schema ------------------------------------------------------
 
 
-class _RecordSpec(NamedTuple):
-    fields: dict[str, FieldSpec]
-    omitted: frozenset[str]  # members the canonical form leaves out when they decode to None
-
-
 _DECODERS: dict[str, Decoder] = {
     schema.STRING: string,
     schema.U64: u64,
@@ -412,20 +428,7 @@ def _field_spec(m: schema.Member) -> FieldSpec:
 
 
 def _record_spec(record: Record) -> _RecordSpec:
-    return _RecordSpec({m.name: _field_spec(m) for m in record},
-                      schema.names_in((record,), Presence.OMITTED))
-
-
-def _canonical(out: dict[str, Any], fields: dict[str, Any], omitted: frozenset[str]) -> dict[str, Any]:
-    """``out`` with the decoded ``fields`` appended in declaration order, omitted ones left out."""
-    for name, value in fields.items():
-        if value is not None or name not in omitted:
-            out[name] = value
-    return out
-
-
-def _decode_record(tag: str, kind: str, value: Any, spec: _RecordSpec) -> dict[str, Any]:
-    return _canonical({tag: kind}, decode_struct(value, kind, spec.fields), spec.omitted)
+    return _RecordSpec({m.name: _field_spec(m) for m in record}, schema.names(record, presence=Presence.OMITTED))
 
 
 _BLOCK_SPECS = {kind: _record_spec(record) for kind, record in schema.BLOCKS.items()}
