@@ -28,6 +28,7 @@ from typing import Any, Callable
 import orjson
 
 from context_manager.wire.lru import ByteLRU, SeenKeys
+from context_manager.wire.schema import BLOCKS, MESSAGES, Presence, filled_defaults, names_in
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Rough resident cost of an entry besides its text: dicts, lists and the bookkeeping around them.
@@ -36,13 +37,10 @@ BLOCK_OVERHEAD_BYTES = 120
 # Keys of the first messages of histories met once; cleared whole when full.
 MAX_SEEN_KEYS = 10_000
 
-# Members a record may carry as explicit null while its canonical form omits them.
-_NULLABLE = frozenset(
-    ("signature", "attachment_id", "native_stop_reason", "error_message", "error_kind",
-     "warnings", "usage", "display", "details", "is_error")
-)
-# Members whose canonical default is filled in when absent from the raw record.
-_DEFAULTS: dict[str, Any] = {"details": None, "arguments": None, "is_error": False}
+# Members a message or block may carry as explicit null while its canonical form omits them.
+_NULLABLE = names_in((*MESSAGES.values(), *BLOCKS.values()), Presence.OMITTED)
+# Members whose canonical default is filled in when absent from the raw message or block.
+_DEFAULTS: dict[str, Any] = filled_defaults((*MESSAGES.values(), *BLOCKS.values()))
 _UNSHAPED = object()  # the raw shape could not be matched: the entry never serves that shape
 
 Path = tuple[Any, ...]

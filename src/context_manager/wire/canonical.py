@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from context_manager.wire.codec import Fragment, canonical_free_form, float_fragment
-from context_manager.wire.decode import BLOCK_LAYOUTS, MESSAGE_LAYOUTS, USAGE_LAYOUT
+from context_manager.wire.schema import BLOCK_LAYOUTS, MESSAGE_LAYOUTS, USAGE_LAYOUT
 
 
 def canonical_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -15,16 +15,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
+from context_manager.wire import schema
 from context_manager.wire.codec import Fragment, canonical_free_form, float_fragment
 from context_manager.wire.errors import DecodeError
 from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX
+from context_manager.wire.schema import (  # the layouts and enums are also read from this module
+    BLOCK_LAYOUTS,
+    BLOCK_TYPES,
+    ERROR_KINDS,
+    MESSAGE_LAYOUTS,
+    ROLES,
+    STOP_REASONS,
+    USAGE_LAYOUT,
+    Presence,
+    Record,
+)
 
-ROLES = ("user", "assistant", "function_result", "custom")
-STOP_REASONS = ("end", "length", "function_call", "aborted", "error")
-ERROR_KINDS = ("auth_expired", "rate_limited", "context_overflow", "transient", "permanent")
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 EXECUTION_MODES = ("parallel", "sequential")
-BLOCK_TYPES = ("text", "image", "file", "thinking", "function_call", "function_result")
 
 Decoder = Callable[[Any], Any]
 
@@ -183,14 +191,14 @@ def decode_struct(value: Any, type_name: str, fields: dict[str, FieldSpec]) -> d
     if type(value) is not dict:
         raise invalid_type(value, f"struct {type_name}")
     try:
-        return _decode_fields(value, fields)
+        return _decode_fields(value, fields, {})
     except DecodeError:
         _explain_struct(value, fields)
         raise
 
 
-def _decode_fields(value: dict[str, Any], fields: dict[str, FieldSpec]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _decode_fields(value: dict[str, Any], fields: dict[str, FieldSpec], out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with every field appended in order (absent -> default)."""
     get = value.get
     for name, spec in fields.items():
         raw = get(name, _ABSENT)
@@ -220,6 +228,27 @@ def _explain_struct(value: dict[str, Any], fields: dict[str, FieldSpec]) -> None
             raise missing_field(name)
 
 
+class _RecordSpec(NamedTuple):
+    fields: dict[str, FieldSpec]
+    omitted: tuple[str, ...]  # members the canonical form leaves out when they decode to None
+
+
+def _decode_record(tag: str | None, kind: str, value: Any, spec: _RecordSpec) -> dict[str, Any]:
+    """The canonical dict of a record: its tag (if any), then its members in declaration order,
+    omitted ones left out when they decode to None."""
+    if type(value) is not dict:
+        raise invalid_type(value, f"struct {kind}")
+    try:
+        out = _decode_fields(value, spec.fields, {} if tag is None else {tag: kind})
+    except DecodeError:
+        _explain_struct(value, spec.fields)
+        raise
+    for name in spec.omitted:
+        if out[name] is None:
+            del out[name]
+    return out
+
+
 # --- content blocks -------------------------------------------------------------------------
 
 
@@ -231,76 +260,16 @@ def _tag(value: Any, tag: str, enum_name: str, allowed: tuple[str, ...]) -> str:
     return enum_value(value[tag], allowed)
 
 
-_TEXT = {"text": FieldSpec(string, required=True)}
-_IMAGE = {
-    "mime": FieldSpec(string, required=True),
-    "data": FieldSpec(string, required=True),
-    "attachment_id": FieldSpec(string),
-}
-_FILE = {
-    "attachment_id": FieldSpec(string, required=True),
-    "name": FieldSpec(string, required=True),
-    "mime": FieldSpec(string, required=True),
-    "size": FieldSpec(u64, required=True),
-}
-_THINKING = {"text": FieldSpec(string, required=True), "signature": FieldSpec(string)}
-_CALL = {
-    "id": FieldSpec(string, required=True),
-    "function_id": FieldSpec(string, required=True),
-    "arguments": FieldSpec(free_form),
-}
-
-
 def decode_block(value: Any) -> dict[str, Any]:
     kind = _tag(value, "type", "ContentBlock", BLOCK_TYPES)
-    if kind == "text":
-        text = value.get("text", _ABSENT)
-        if type(text) is str:  # the common case, decided without the generic walker
-            return {"type": "text", "text": text}
-        f = decode_struct(value, "text", _TEXT)
-        return {"type": "text", "text": f["text"]}
-    if kind == "function_call":
-        call_id, function_id = value.get("id"), value.get("function_id")
-        if type(call_id) is str and type(function_id) is str:
-            arguments = value.get("arguments")
-            return {"type": "function_call", "id": call_id, "function_id": function_id,
-                    "arguments": None if arguments is None else canonical_free_form(arguments)}
-        f = decode_struct(value, "function_call", _CALL)
-        return {"type": "function_call", "id": f["id"], "function_id": f["function_id"],
-                "arguments": f["arguments"]}
-    if kind == "thinking":
-        text, signature = value.get("text"), value.get("signature")
-        if type(text) is str and (signature is None or type(signature) is str):
-            out = {"type": "thinking", "text": text}
-            if signature is not None:
-                out["signature"] = signature
-            return out
-        f = decode_struct(value, "thinking", _THINKING)
-        out = {"type": "thinking", "text": f["text"]}
-        if f["signature"] is not None:
-            out["signature"] = f["signature"]
-        return out
-    if kind == "image":
-        f = decode_struct(value, "image", _IMAGE)
-        out = {"type": "image", "mime": f["mime"], "data": f["data"]}
-        if f["attachment_id"] is not None:
-            out["attachment_id"] = f["attachment_id"]
-        return out
-    if kind == "function_result":
-        f = decode_struct(value, "function_result", _INLINE_RESULT)
-        out = {"type": "function_result", "function_call_id": f["function_call_id"],
-               "content": f["content"]}
-        if f["is_error"] is not None:
-            out["is_error"] = f["is_error"]
-        return out
-    f = decode_struct(value, "file", _FILE)
-    return {"type": "file", "attachment_id": f["attachment_id"], "name": f["name"],
-            "mime": f["mime"], "size": f["size"]}
+    return _decode_record(schema.BLOCK_TAG, kind, value, _BLOCK_SPECS[kind])
 
 
 def decode_blocks(value: Any) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise invalid_type(value, "a sequence")
+    if not _FAST_BLOCKS_ON:  # a kind decoded inline below has members the checks do not know
+        return [decode_block(v) for v in value]
     out: list[dict[str, Any]] = []
     append = out.append
     for v in value:
@@ -333,54 +302,11 @@ def decode_blocks(value: Any) -> list[dict[str, Any]]:
     return out
 
 
-_INLINE_RESULT = {
-    "function_call_id": FieldSpec(string, required=True),
-    "content": FieldSpec(decode_blocks, required=True),
-    "is_error": FieldSpec(boolean),
-}
-
-
 # --- messages -------------------------------------------------------------------------------
-
-_USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning")
-_USAGE = {name: FieldSpec(u64) for name in _USAGE_FIELDS}
-_USAGE["cost_usd"] = FieldSpec(f64)
 
 
 def decode_usage(value: Any) -> dict[str, Any]:
-    f = decode_struct(value, "Usage", _USAGE)
-    return {k: v for k, v in f.items() if v is not None}
-
-
-_USER = {"content": FieldSpec(decode_blocks, required=True), "timestamp": FieldSpec(i64, required=True)}
-_ASSISTANT = {
-    "content": FieldSpec(decode_blocks, required=True),
-    "stop_reason": FieldSpec(enum_of(STOP_REASONS), required=True),
-    "native_stop_reason": FieldSpec(string),
-    "error_message": FieldSpec(string),
-    "error_kind": FieldSpec(enum_of(ERROR_KINDS)),
-    "warnings": FieldSpec(sequence(string)),
-    "usage": FieldSpec(decode_usage),
-    "model": FieldSpec(string, required=True),
-    "provider": FieldSpec(string, required=True),
-    "timestamp": FieldSpec(i64, required=True),
-}
-_FUNCTION_RESULT = {
-    "function_call_id": FieldSpec(string, required=True),
-    "function_id": FieldSpec(string, required=True),
-    "content": FieldSpec(decode_blocks, required=True),
-    "details": FieldSpec(free_form),
-    "is_error": FieldSpec(boolean, default=False, null_is_absent=False),
-    "timestamp": FieldSpec(i64, required=True),
-}
-_CUSTOM = {
-    "custom_type": FieldSpec(string, required=True),
-    "content": FieldSpec(decode_blocks, required=True),
-    "display": FieldSpec(string),
-    "details": FieldSpec(free_form),
-    "timestamp": FieldSpec(i64, required=True),
-}
-_OPTIONAL_ASSISTANT = ("native_stop_reason", "error_message", "error_kind", "warnings", "usage")
+    return _decode_record(None, "Usage", value, _USAGE_SPEC)
 
 
 def _timestamp(value: dict[str, Any]) -> int | None:
@@ -390,11 +316,11 @@ def _timestamp(value: dict[str, Any]) -> int | None:
 
 def _fast_usage(value: Any) -> dict[str, Any] | None:
     """A usage object of known members with plain values, else None (the general path)."""
-    if type(value) is not dict:
+    if type(value) is not dict or not _FAST_USAGE:
         return None
     out: dict[str, Any] = {}
     get = value.get
-    for name in _USAGE_FIELDS:
+    for name in _USAGE_INTEGERS:
         n = get(name)
         if n is not None:
             if type(n) is not int or n < 0 or n > U64_MAX:
@@ -437,7 +363,7 @@ def _fast_message(role: str, value: dict[str, Any]) -> dict[str, Any] | None:
         if (type(stop_reason) is not str or stop_reason not in STOP_REASONS or type(model) is not str
                 or type(provider) is not str):
             return None
-        for name in ("native_stop_reason", "error_message", "error_kind", "warnings"):
+        for name in _ASSISTANT_LEFT_TO_GENERIC:
             if value.get(name) is not None:
                 return None
         out: dict[str, Any] = {"role": "assistant", "content": decode_blocks(content),
@@ -467,52 +393,56 @@ def decode_message(value: Any) -> dict[str, Any]:
                 return fast
     # Anything unusual: the generic walker raises the original's first error.
     role = _tag(value, "role", "AgentMessage", ROLES)
-    return _decode_message_generic(role, value)
+    return _decode_record(schema.MESSAGE_TAG, role, value, _MESSAGE_SPECS[role])
 
 
-_FAST_ROLES = frozenset(("user", "assistant", "function_result"))
+# --- the field tables, from the schema ------------------------------------------------------
 
 
-def _decode_message_generic(role: str, value: Any) -> dict[str, Any]:
-    if role == "user":
-        f = decode_struct(value, "user", _USER)
-        return {"role": "user", "content": f["content"], "timestamp": f["timestamp"]}
-    if role == "assistant":
-        f = decode_struct(value, "assistant", _ASSISTANT)
-        out: dict[str, Any] = {"role": "assistant", "content": f["content"],
-                               "stop_reason": f["stop_reason"]}
-        for name in _OPTIONAL_ASSISTANT:
-            if f[name] is not None:
-                out[name] = f[name]
-        out["model"] = f["model"]
-        out["provider"] = f["provider"]
-        out["timestamp"] = f["timestamp"]
-        return out
-    if role == "function_result":
-        f = decode_struct(value, "function_result", _FUNCTION_RESULT)
-        return {"role": "function_result", "function_call_id": f["function_call_id"],
-                "function_id": f["function_id"], "content": f["content"],
-                "details": f["details"], "is_error": f["is_error"],
-                "timestamp": f["timestamp"]}
-    f = decode_struct(value, "custom", _CUSTOM)
-    out = {"role": "custom", "custom_type": f["custom_type"], "content": f["content"]}
-    if f["display"] is not None:
-        out["display"] = f["display"]
-    if f["details"] is not None:
-        out["details"] = f["details"]
-    out["timestamp"] = f["timestamp"]
-    return out
+_DECODERS: dict[str, Decoder] = {
+    schema.STRING: string,
+    schema.U64: u64,
+    schema.I64: i64,
+    schema.F64: f64,
+    schema.BOOLEAN: boolean,
+    schema.FREE_FORM: free_form,
+    schema.STRINGS: sequence(string),
+    schema.BLOCK_LIST: decode_blocks,
+    schema.USAGE: decode_usage,
+}
 
 
-# Each record's members in declaration order, its tag first: the canonical layouts
-# (``core/canonical.py`` lays out messages used as they were parsed by these).
-MESSAGE_LAYOUTS = {role: ("role", *fields) for role, fields in (
-    ("user", _USER), ("assistant", _ASSISTANT), ("function_result", _FUNCTION_RESULT),
-    ("custom", _CUSTOM))}
-BLOCK_LAYOUTS = {kind: ("type", *fields) for kind, fields in (
-    ("text", _TEXT), ("image", _IMAGE), ("file", _FILE), ("thinking", _THINKING),
-    ("function_call", _CALL), ("function_result", _INLINE_RESULT))}
-USAGE_LAYOUT = tuple(_USAGE)
+def _field_spec(m: schema.Member) -> FieldSpec:
+    decoder = enum_of(m.type) if isinstance(m.type, tuple) else _DECODERS[m.type]
+    if m.presence is Presence.REQUIRED:
+        return FieldSpec(decoder, required=True)
+    if m.presence is Presence.DEFAULT:
+        return FieldSpec(decoder, default=m.default, null_is_absent=False)
+    return FieldSpec(decoder)
+
+
+def _record_spec(record: Record) -> _RecordSpec:
+    return _RecordSpec({m.name: _field_spec(m) for m in record}, schema.names(record, presence=Presence.OMITTED))
+
+
+_BLOCK_SPECS = {kind: _record_spec(record) for kind, record in schema.BLOCKS.items()}
+_MESSAGE_SPECS = {role: _record_spec(record) for role, record in schema.MESSAGES.items()}
+_USAGE_SPEC = _record_spec(schema.USAGE_RECORD)
+
+# The fast paths above test members by name (the names are listed in wire/schema.py); one
+# whose record has members it does not know is switched off here, leaving the generic path.
+_FAST_BLOCKS_ON = all(schema.knows_all(schema.BLOCKS[kind], known)
+                      for kind, known in schema.DECODE_FAST_BLOCKS.items())
+_FAST_ROLES = frozenset(
+    {role for role, known in schema.DECODE_FAST_MESSAGES.items() if schema.knows_all(schema.MESSAGES[role], known)}
+    | ({"assistant"} if schema.knows_all_but_omitted(schema.MESSAGES["assistant"], schema.DECODE_FAST_ASSISTANT)
+       else set()))
+_ASSISTANT_LEFT_TO_GENERIC = schema.unknown(schema.MESSAGES["assistant"], schema.DECODE_FAST_ASSISTANT)
+_USAGE_INTEGERS = schema.names(schema.USAGE_RECORD, of_type=schema.U64)
+_FAST_USAGE = (
+    USAGE_LAYOUT == (*_USAGE_INTEGERS, schema.DECODE_FAST_USAGE_FLOAT)
+    and schema.member(schema.USAGE_RECORD, schema.DECODE_FAST_USAGE_FLOAT).type == schema.F64
+    and all(m.presence is Presence.OMITTED for m in schema.USAGE_RECORD))
 
 
 def decode_messages(value: Any) -> list[dict[str, Any]]:

@@ -22,18 +22,64 @@ from typing import Any
 
 import orjson
 
+from context_manager.wire import schema
 from context_manager.wire.codec import format_float
 from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX
+from context_manager.wire.schema import BLOCKS, MESSAGES, USAGE_RECORD, Presence, Record
 from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET
 
-# types.STOP_REASONS and the integer members of usage (types imports this module, not back).
-_STOP_REASON_SET = frozenset(("end", "length", "function_call", "aborted", "error"))
-_USAGE_INT_SET = frozenset(("input", "output", "cache_read", "cache_write", "reasoning"))
+_STOP_REASON_SET = frozenset(schema.member(MESSAGES["assistant"], "stop_reason").type)
+_USAGE_INT_SET = frozenset(schema.names(USAGE_RECORD, of_type=schema.U64))
+_USAGE_FLOAT_SET = frozenset(schema.names(USAGE_RECORD, of_type=schema.F64))
 
-DETAILS_NULL = len(b',"details":null')
-IS_ERROR_FALSE = len(b',"is_error":false')
-ARGUMENTS_NULL = len(b',"arguments":null')
+
+def _filled_length(record: Record, name: str) -> int:
+    """The bytes decoding adds for the member when it is absent: `,"name":default`."""
+    return len(b',"' + name.encode() + b'":' + orjson.dumps(schema.member(record, name).default))
+
+
+DETAILS_NULL = _filled_length(MESSAGES["function_result"], "details")
+IS_ERROR_FALSE = _filled_length(MESSAGES["function_result"], "is_error")
+ARGUMENTS_NULL = _filled_length(BLOCKS["function_call"], "arguments")
 _NULL_LEN = 4
+
+# A record's member count (its tag included) when it carries none of its optional members. The
+# checks below test the members listed in schema.RAW_CHECKED_*; a record with any other member
+# but one the canonical form omits gets a count no record has, so it is always decoded instead
+# (and one carrying an omitted member the checks do not know fails their count).
+_NO_RECORD_HAS = -(1 << 20)
+
+
+def _count(record: Record, checked: tuple[str, ...], usable: bool = True) -> int:
+    if not usable or not schema.knows_all_but_omitted(record, checked):
+        return _NO_RECORD_HAS
+    return 1 + len(schema.names(record, presence=Presence.REQUIRED))
+
+
+def _message_count(role: str, usable: bool = True) -> int:
+    return _count(MESSAGES[role], schema.RAW_CHECKED_MESSAGES[role], usable)
+
+
+def _block_count(kind: str) -> int:
+    return _count(BLOCKS[kind], schema.RAW_CHECKED_BLOCKS[kind])
+
+
+_USER_N = _message_count("user")
+# Usage members are checked by their types alone, which is enough while every one may be left out.
+_ASSISTANT_N = _message_count("assistant", all(m.presence is Presence.OMITTED for m in USAGE_RECORD))
+_ASSISTANT_USAGE_N = _ASSISTANT_N + 1
+_FUNCTION_RESULT_N = _message_count("function_result")
+_CUSTOM_N = _message_count("custom")
+_TEXT_N = _block_count("text")
+_CALL_N = _block_count("function_call")
+_CALL_ARGUMENTS_N = _CALL_N + 1
+_THINKING_N = _block_count("thinking")
+_THINKING_SIGNED_N = _THINKING_N + 1
+_IMAGE_N = _block_count("image")
+_IMAGE_ATTACHED_N = _IMAGE_N + 1
+_FILE_N = _block_count("file")
+_RESULT_N = _block_count("function_result")
+_RESULT_FLAGGED_N = _RESULT_N + 1
 
 
 @lru_cache(maxsize=1)
@@ -63,15 +109,15 @@ def _blocks(blocks: Any, acc: list[int]) -> bool:
         kind = block.get("type")
         n = len(block)
         if kind == "text":
-            if n != 2 or type(block.get("text")) is not str:
+            if n != _TEXT_N or type(block.get("text")) is not str:
                 return False
         elif kind == "function_call":
             if type(block.get("id")) is not str or type(block.get("function_id")) is not str:
                 return False
             if "arguments" in block:
-                if n != 4:
+                if n != _CALL_ARGUMENTS_N:
                     return False
-            elif n == 3:
+            elif n == _CALL_N:
                 acc[0] += ARGUMENTS_NULL
             else:
                 return False
@@ -79,33 +125,33 @@ def _blocks(blocks: Any, acc: list[int]) -> bool:
             if type(block.get("text")) is not str:
                 return False
             if "signature" in block:
-                if n != 3 or type(block["signature"]) is not str:
+                if n != _THINKING_SIGNED_N or type(block["signature"]) is not str:
                     return False
-            elif n != 2:
+            elif n != _THINKING_N:
                 return False
         elif kind == "image":
             data = block.get("data")
             if type(block.get("mime")) is not str or type(data) is not str:
                 return False
             if "attachment_id" in block:
-                if n != 4 or type(block["attachment_id"]) is not str:
+                if n != _IMAGE_ATTACHED_N or type(block["attachment_id"]) is not str:
                     return False
-            elif n != 3:
+            elif n != _IMAGE_N:
                 return False
             acc[1] += 1
             acc[2] += len(orjson.dumps(data)) - 2
         elif kind == "file":
             size = block.get("size")
-            if (n != 5 or type(block.get("attachment_id")) is not str or type(block.get("name")) is not str
+            if (n != _FILE_N or type(block.get("attachment_id")) is not str or type(block.get("name")) is not str
                     or type(block.get("mime")) is not str or type(size) is not int or not 0 <= size <= U64_MAX):
                 return False
         elif kind == "function_result":
             if type(block.get("function_call_id")) is not str:
                 return False
             if "is_error" in block:
-                if n != 4 or (block["is_error"] is not True and block["is_error"] is not False):
+                if n != _RESULT_FLAGGED_N or (block["is_error"] is not True and block["is_error"] is not False):
                     return False
-            elif n != 3:
+            elif n != _RESULT_N:
                 return False
             if not _blocks(block.get("content"), acc):
                 return False
@@ -137,7 +183,7 @@ def heuristic_tokens(raw: Any, exact: bool = False) -> int | None:
             if (raw["stop_reason"] not in _STOP_REASON_SET or type(raw["model"]) is not str
                     or type(raw["provider"]) is not str):
                 return None
-            if n == 7:
+            if n == _ASSISTANT_USAGE_N:
                 usage = raw["usage"]
                 if type(usage) is not dict:
                     return None
@@ -146,14 +192,14 @@ def heuristic_tokens(raw: Any, exact: bool = False) -> int | None:
                         # an integer cost is written as a float: another length
                         if name not in _USAGE_INT_SET or not 0 <= value <= U64_MAX:
                             return None
-                    elif type(value) is not float or name != "cost_usd":
+                    elif type(value) is not float or name not in _USAGE_FLOAT_SET:
                         return None
-            elif n != 6:
+            elif n != _ASSISTANT_N:
                 return None
         elif role == "function_result":
             if type(raw["function_call_id"]) is not str or type(raw["function_id"]) is not str:
                 return None
-            expected = 5
+            expected = _FUNCTION_RESULT_N
             if "details" in raw:
                 expected += 1
                 details = raw["details"]
@@ -178,12 +224,12 @@ def heuristic_tokens(raw: Any, exact: bool = False) -> int | None:
             if n != expected:
                 return None
         elif role == "user":
-            if n != 3:
+            if n != _USER_N:
                 return None
         elif role == "custom":
             if type(raw["custom_type"]) is not str:
                 return None
-            expected = 4
+            expected = _CUSTOM_N
             if "display" in raw:
                 expected += 1
                 if type(raw["display"]) is not str:
@@ -206,19 +252,20 @@ def heuristic_tokens(raw: Any, exact: bool = False) -> int | None:
                 return None
             kind = block["type"]
             if kind == "text":
-                if len(block) != 2 or type(block["text"]) is not str:
+                if len(block) != _TEXT_N or type(block["text"]) is not str:
                     return None
             elif kind == "function_call":
                 if type(block["id"]) is not str or type(block["function_id"]) is not str:
                     return None
-                if len(block) != 4:
-                    if exact or len(block) != 3 or "arguments" in block:
+                if len(block) != _CALL_ARGUMENTS_N:
+                    if exact or len(block) != _CALL_N or "arguments" in block:
                         return None
                     extra += ARGUMENTS_NULL
             elif kind == "thinking":
                 if type(block["text"]) is not str:
                     return None
-                if len(block) != 2 and (len(block) != 3 or type(block.get("signature")) is not str):
+                if len(block) != _THINKING_N and (len(block) != _THINKING_SIGNED_N
+                                                  or type(block.get("signature")) is not str):
                     return None
             else:
                 acc = [0, 0, 0]
