@@ -62,14 +62,14 @@ def _decode(payload: Any, ctx: HandlerContext) -> tuple[dict[str, Any], Any, lis
     """
     if ctx.payload_from_json:
         try:
-            request = t.decode_struct(payload, "CountTokensInput", _RAW_REQUEST)
+            request = t.decode_struct(payload, "CountTokensRequest", _RAW_REQUEST)
         except DecodeError:
             request = None  # the ordinary decoding below raises the exact error
         if request is not None and request["messages"] is not None:
             est = estimator_for_model(request["model"].id, ctx.config)
             if est is HEURISTIC and floats_match():
                 return (request, est, *_heuristic_count(request["messages"]))
-    request = t.decode_struct(payload, "CountTokensInput", _REQUEST)
+    request = t.decode_struct(payload, "CountTokensRequest", _REQUEST)
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
