@@ -208,3 +208,21 @@ def test_plain_json_copies_only_the_containers_holding_a_fragment() -> None:
     assert plain["keep"] is untouched
     assert type(value["fix"][0]["f"]) is Fragment
     assert plain_json(Fragment(b'{"b":[1e-7,{"c":null}]}')) == {"b": [1e-7, {"c": None}]}
+
+
+@pytest.mark.parametrize("function_id, payload, expected", [
+    ("context::on-models-changed", {"provider": "p"}, {"ok": True}),
+    ("context::on-config-change", {"id": "context-manager"}, {"ok": True}),
+])
+def test_the_internal_functions_answer_plain_values_too(function_id: str, payload: Any, expected: Any) -> None:
+    answer = call(function_id, payload)
+    assert answer == expected
+    assert json.dumps(answer) == '{"ok": true}'
+
+
+def test_the_ui_content_answer_is_plain() -> None:
+    answer = call("context-manager::ui-content", {"path": "context-manager/styles.css"})
+    assert list(answer) == ["content", "content_type"]
+    assert answer["content_type"] == "text/css; charset=utf-8"
+    assert type(answer["content"]) is str and answer["content"].startswith("/* context-manager")
+    assert json.loads(json.dumps(answer)) == answer
