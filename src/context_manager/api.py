@@ -15,6 +15,7 @@ from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.wire.errors import INVOCATION_FAILED, CallError, ContextManagerError, error_envelope
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
+from context_manager.wire.plain import plain_answer, watching_fragments
 
 log = logging.getLogger("context_manager")
 
@@ -97,7 +98,8 @@ def call(
     config: dict[str, Any] | WorkerConfig | None = None,
     summarizer: SyncSummarizer | None = None,
 ) -> dict[str, Any]:
-    """Run ``function_id`` on ``payload`` and return the response as a dict.
+    """Run ``function_id`` on ``payload`` and return the response as a dict of plain JSON values
+    (``dict``, ``list``, ``str``, ``int``, ``float``, ``bool``, ``None``).
 
     Raises :class:`CallError` with the code and message an engine caller would receive,
     :class:`UnknownFunction` for an id this worker does not serve, and ``ValueError``
@@ -115,7 +117,10 @@ def call(
     ctx.payload_from_json = False
     _refuse_what_json_cannot_carry(payload)
     try:
-        return run_handler(function_id, payload, ctx)
+        with watching_fragments() as watch:
+            response = run_handler(function_id, payload, ctx)
+        # Plain values, nothing json.dumps cannot write: only an answer holding fragments changes.
+        return plain_answer(response, watch)
     except CallError:
         raise
     except Exception as exc:  # a defect must still answer with the envelope, never a traceback

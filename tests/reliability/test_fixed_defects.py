@@ -35,7 +35,14 @@ def test_free_form_values_nested_up_to_1000_levels_are_counted_and_returned(dept
     counted = call("context::count-tokens", loads(deep_body(depth)))
     assert counted["tokens"] == len(deep_message(depth)) // 4
     pruned = call("context::prune", loads(deep_body(depth)))
-    assert f'"arguments":{deep(depth)}'.encode() in dumps_wire(pruned)
+    # Returned as plain nested dicts, exactly as sent (deeper than orjson or json.dumps write).
+    arguments = pruned["messages"][0]["content"][0]["arguments"]
+    for _ in range(depth):
+        assert type(arguments) is dict and list(arguments) == ["a"]
+        arguments = arguments["a"]
+    assert type(arguments) is int and arguments == 1
+    assert dumps_wire({**pruned, "messages": []}) == (
+        b'{"messages":[],"pruned_parts":0,"pruned_tokens":0,"scanned_parts":0}')
 
 
 @pytest.mark.parametrize("function_id", PUBLIC)

@@ -68,7 +68,7 @@ def _decode(
     tools = t.FieldSpec(intake.tools)
     if ctx.payload_from_json:
         try:
-            request = t.decode_struct(payload, "CountTokensInput", {**_RAW_REQUEST, "tools": tools})
+            request = t.decode_struct(payload, "CountTokensRequest", {**_RAW_REQUEST, "tools": tools})
         except DecodeError:
             request = None  # the ordinary decoding below raises the exact error
         if request is not None and request["messages"] is not None:
@@ -76,7 +76,7 @@ def _decode(
             if est is HEURISTIC and floats_match():
                 return (request, est, *_heuristic_count(request["messages"]))
     table = {**_REQUEST, "messages": t.FieldSpec(intake.messages), "tools": tools}
-    request = t.decode_struct(payload, "CountTokensInput", table)
+    request = t.decode_struct(payload, "CountTokensRequest", table)
     messages = request["messages"]
     if messages is None:
         raise invalid_request()

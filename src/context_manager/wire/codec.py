@@ -17,6 +17,7 @@ import orjson
 
 from context_manager.wire.errors import DecodeError
 from context_manager.wire.ints import I64_MIN, U64_MAX
+from context_manager.wire.plain import note_free_form
 
 Fragment = orjson.Fragment
 
@@ -93,6 +94,11 @@ def float_fragment(x: float) -> Fragment | float:
     return Fragment(format_float(x).encode())
 
 
+def _free_form_float(x: float) -> Fragment | float:
+    value = float_fragment(x)
+    return note_free_form(value) if type(value) is Fragment else value
+
+
 # JSON nested deeper than this is refused. orjson writes at most 254 levels and Python recursion
 # is bounded too, so subtrees below DEEP_SUBTREE levels are written ahead into one fragment.
 MAX_DEPTH = 1000
@@ -124,9 +130,9 @@ def canonical_free_form(value: Any, depth: int = 1) -> Any:
     if kind is int:
         if I64_MIN <= value <= U64_MAX:
             return value
-        return float_fragment(float(value))
+        return _free_form_float(float(value))
     if kind is float:
-        return float_fragment(value)
+        return _free_form_float(value)
     return _canonical_other(value, depth)
 
 
@@ -141,11 +147,11 @@ def _canonical_other(value: Any, depth: int) -> Any:
     if isinstance(value, int):
         if I64_MIN <= value <= U64_MAX:
             return value
-        return float_fragment(float(value))
+        return _free_form_float(float(value))
     if isinstance(value, float):
-        return float_fragment(value)
+        return _free_form_float(value)
     if isinstance(value, Fragment):
-        return value
+        return note_free_form(value)
     raise DecodeError(f"invalid type: {type(value).__name__}, expected any valid JSON value")
 
 
@@ -179,7 +185,7 @@ def _deep_fragment(value: Any, depth: int) -> Fragment:
             stack.append((b"[", 0))
         else:
             out += _scalar(canonical_free_form(item, 1))
-    return Fragment(bytes(out))
+    return note_free_form(Fragment(bytes(out)))
 
 
 def _scalar(value: Any) -> bytes:

@@ -17,6 +17,7 @@ from typing import Any, Callable, NamedTuple
 
 from context_manager.wire import schema
 from context_manager.wire.codec import Fragment, canonical_free_form, float_fragment
+from context_manager.wire.plain import note_cost
 from context_manager.wire.errors import DecodeError
 from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX
 from context_manager.wire.schema import (  # the layouts and enums are also read from this module
@@ -116,10 +117,15 @@ def i64(value: Any) -> int:
 def f64(value: Any) -> Fragment | float:
     """The one typed float (`usage.cost_usd`): any number, re-emitted as a float."""
     if type(value) is int or type(value) is float:
-        return float_fragment(float(value))
+        return _cost(float(value))
     if isinstance(value, Fragment):
-        return value
+        return note_cost(value)
     raise invalid_type(value, "f64")
+
+
+def _cost(x: float) -> Fragment | float:
+    value = float_fragment(x)
+    return note_cost(value) if type(value) is Fragment else value
 
 
 def boolean(value: Any) -> bool:
@@ -330,7 +336,7 @@ def _fast_usage(value: Any) -> dict[str, Any] | None:
     if cost is not None:
         if type(cost) is not float and type(cost) is not int:
             return None
-        out["cost_usd"] = float_fragment(float(cost))
+        out["cost_usd"] = _cost(float(cost))
     return out
 
 
