@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
 from context_manager.core.anchor import anchor_length
 from context_manager.core.counting.estimate import estimator_for_model
@@ -64,7 +65,7 @@ def test_no_pass_changes_an_anchor_message(
     pinned = anchor_length(view, anchor)
     returned = response["messages"]
     assert [dumps(m) for m in returned[:pinned]] == [dumps(m) for m in view[:pinned]]
-    estimator = estimator_for_model(model["id"], parse_config_value(config))
+    estimator = estimator_for_model(model["id"], parse_config_value(config), PACKAGED_TOKENIZERS)
     assert response["applied"]["anchor_tokens"] == sum(estimator.message(m) for m in view[:pinned])
     assert response["token_count"] <= response["usable"]
     assert response["token_count"] == breakdown_total(response, 0)
