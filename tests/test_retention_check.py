@@ -143,6 +143,15 @@ def test_carried_items_are_cut_before_the_head_items():
     assert summary.split("\n")[3:] == ["- /old/c.py", *(f"- request {i}: {X(10)}" for i in range(3))]
 
 
+def test_only_the_last_share_of_the_previous_appendix_is_read():
+    previous = f"s\n\n{RETAINED_HEADING}\n" + "\n".join(f"- /a{i}.py" for i in range(1, 13))
+    assert keep_list([], previous, carried_limit=10) == [Item(f"/a{i}.py", CARRIED) for i in range(3, 13)]
+    # Half of 40 (20): heading 4 + 1, each path 2 + 1, so the five newest fit.
+    summary, appended = check_summary("s", [], previous, 40, HEURISTIC)
+    assert (summary, appended) == (
+        f"s\n\n{RETAINED_HEADING}\n" + "\n".join(f"- /a{i}.py" for i in range(8, 13)), 5)
+
+
 def test_an_item_another_appended_item_contains_is_not_repeated():
     head = decoded(U("Fix src/app.py"), U("see /testbed/src/"),
                    AC_args("c1", "bash", {"command": "cat /testbed/src/lib.py"}))

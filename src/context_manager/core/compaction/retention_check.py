@@ -9,12 +9,14 @@ A deterministic must-keep list is derived from the head being summarised:
 
 In update mode the items of the previous summary's :data:`RETAINED_HEADING` section join the
 list, as older than every item of the head: the new summary replaces the previous one, so what
-the check kept once stays kept until the appendix has no room for it.
+the check kept once stays kept until the appendix has no room for it. Only the section's last
+bullets are read, as many as the appendix share has tokens (no appendix of that share holds more).
 
 Items the new summary does not contain (compared after collapsing whitespace and case) are
-appended verbatim, one bullet each, under :data:`RETAINED_HEADING`. The appendix may take half of
-the summary budget; when the missing items need more, the head's items go before the carried
-ones and, within each, the most recent ones are kept.
+appended verbatim, one bullet each, under :data:`RETAINED_HEADING`; an item another appended item
+contains is not repeated. The appendix may take half of the summary budget; when the missing
+items need more, the head's items go before the carried ones and, within each, the most recent
+ones are kept.
 """
 
 from __future__ import annotations
@@ -209,23 +211,30 @@ def retained_in(summary: str) -> list[str]:
     return [text for text in (trim("\n".join(lines)) for lines in items) if text]
 
 
-def keep_list(head: Sequence[Message], previous_summary: str | None) -> list[Item]:
-    """The previous summary's retained items (as :data:`CARRIED`), then the head's; each text once."""
+def keep_list(head: Sequence[Message], previous_summary: str | None,
+              carried_limit: int | None = None) -> list[Item]:
+    """The previous summary's retained items (as :data:`CARRIED`; its last ``carried_limit``
+    when given), then the head's; each text once."""
     head_items = must_keep(head)
     in_head = {normalize(item.text) for item in head_items}
+    previous = retained_in(previous_summary) if previous_summary else []
+    if carried_limit is not None:
+        previous = previous[max(len(previous) - carried_limit, 0):]
     carried: dict[str, Item] = {}
-    for text in retained_in(previous_summary) if previous_summary else ():
+    for text in previous:
         key = normalize(text)
         if key not in in_head and key not in carried:
             carried[key] = Item(text, CARRIED)
     return [*carried.values(), *head_items]
 
 
-def missing_items(summary: str, head: Sequence[Message], previous_summary: str | None) -> list[Item]:
+def missing_items(summary: str, head: Sequence[Message], previous_summary: str | None,
+                  carried_limit: int | None = None) -> list[Item]:
     """The must-keep items the new summary lacks; the previous summary does not count, since the
     new one replaces it."""
     present = normalize(summary)
-    return [item for item in keep_list(head, previous_summary) if normalize(item.text) not in present]
+    return [item for item in keep_list(head, previous_summary, carried_limit)
+            if normalize(item.text) not in present]
 
 
 def choose(missing: Sequence[Item], share: int, estimator: Estimator) -> list[int]:
@@ -238,16 +247,20 @@ def choose(missing: Sequence[Item], share: int, estimator: Estimator) -> list[in
     # The +1 per line keeps the running sum an upper bound of the appendix's estimate.
     spent = estimator.text(RETAINED_HEADING) + 1
     chosen: list[int] = []
+    # The taken keys, one per line (a key holds no newline): one search tells containment.
+    taken = ""
     for i in sorted(range(len(missing)), key=lambda i: (missing[i].position, i), reverse=True):
-        if any(keys[i] in keys[k] for k in chosen):
-            continue
+        if spent >= share:
+            break  # every bullet costs at least one token
         cost = estimator.text(bullet(missing[i].text)) + 1
-        if spent + cost > share:
+        if spent + cost > share or keys[i] in taken:
             continue
         spent += cost
         chosen.append(i)
-    # An item taken before an older item that contains it is now repeated: leave it out.
-    return sorted(i for i in chosen if not any(k != i and keys[i] in keys[k] for k in chosen))
+        taken += keys[i] + "\n"
+    # An item taken before an older item that contains it is now repeated: leave it out. Its own
+    # line holds it once; another key that contains it makes a second, non-overlapping match.
+    return sorted(i for i in chosen if taken.count(keys[i]) == 1)
 
 
 def check_summary(
@@ -258,8 +271,11 @@ def check_summary(
     estimator: Estimator,
 ) -> tuple[str, int]:
     """``summary`` with what it lacks appended, and how many items were appended."""
-    missing = missing_items(summary, head, previous_summary)
-    chosen = choose(missing, budget // APPENDIX_SHARE_DIVISOR, estimator) if missing else []
+    share = budget // APPENDIX_SHARE_DIVISOR
+    # Every bullet costs at least one token, so an appendix of ``share`` tokens never held more
+    # items than that: older lines of a previous appendix are not read.
+    missing = missing_items(summary, head, previous_summary, carried_limit=share)
+    chosen = choose(missing, share, estimator) if missing else []
     if not chosen:
         return summary, 0
     appendix = RETAINED_HEADING + "\n" + "\n".join(bullet(missing[i].text) for i in chosen)
