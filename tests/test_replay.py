@@ -156,7 +156,9 @@ def test_an_anchor_keeps_the_task_in_every_call_and_the_check_keeps_the_head(ses
     plain = replay(session, "32k", MODES_BY_NAME["summariser+check"])
     # Only the first compaction's head holds the (single) request.
     assert (plain.probes.users_found, plain.probes.users, plain.compacted) == (1, 1, 13)
-    assert plain.probes.paths_found * 100 >= 95 * plain.probes.paths
+    # What the check appended is carried through every later update, so no path is lost.
+    assert plain.probes.paths_found == plain.probes.paths > 0
+    assert anchored.probes.paths_found == anchored.probes.paths > 0
 
 
 def test_the_extractive_fallback_compacts_without_any_summariser(sessions):

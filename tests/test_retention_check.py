@@ -7,11 +7,15 @@ from typing import Any
 from context_manager import call
 from context_manager.core.compaction.retention_check import (
     RETAINED_HEADING,
+    CARRIED,
     Item,
+    bullet,
     check_summary,
+    keep_list,
     must_keep,
     open_error,
     paths_in,
+    retained_in,
 )
 from context_manager.core.counting.estimate import HEURISTIC
 
@@ -93,10 +97,73 @@ def test_nothing_missing_leaves_the_summary_as_it_is():
         "we must   FIX src/app.py\nnow", 0)
 
 
-def test_items_in_the_previous_summary_count_as_kept():
+def test_the_previous_summary_does_not_count_as_kept():
+    # The new summary replaces the previous one: only what it holds is kept.
     head = decoded(U("Fix src/app.py"), U("and docs/readme.md"))
     summary, appended = check_summary("short", head, "- Fix src/app.py", 1000, HEURISTIC)
-    assert (summary, appended) == (f"short\n\n{RETAINED_HEADING}\n- and docs/readme.md\n- docs/readme.md", 2)
+    assert (summary, appended) == (
+        f"short\n\n{RETAINED_HEADING}\n- Fix src/app.py\n- and docs/readme.md", 2)
+
+
+def test_retained_in_reads_every_retained_section_back():
+    summary = (f"## Goal\n- g\n\n{RETAINED_HEADING}\n- a\n  b\n\n- c\n## Other\n- d\n"
+               "## retained   DETAILS\n- e\n-  \n")
+    assert retained_in(summary) == ["a\nb", "c", "e"]
+    text = "line one\n\n  indented\nlast"
+    assert retained_in(f"s\n\n{RETAINED_HEADING}\n{bullet(text)}\n{bullet('/x.py')}") == [text, "/x.py"]
+    assert retained_in("## Goal\n- g") == []
+
+
+PREVIOUS = (f"## Goal\n- old\n\n{RETAINED_HEADING}\n- Port src/parse.py\n  to the new API\n"
+            "- /old/notes.md\n- https://example.com/spec")
+
+
+def test_the_previous_appendix_is_carried_before_the_head():
+    head = decoded(AC_args("c1", "bash", {"command": "cat /old/notes.md"}), FR("c1", "bash", "ok"))
+    assert keep_list(head, PREVIOUS) == [
+        Item("Port src/parse.py\nto the new API", CARRIED),
+        Item("https://example.com/spec", CARRIED),
+        Item("/old/notes.md", 0),  # the head mentions it again: it is the head's
+    ]
+    # The new summary holds the request (whitespace and case collapsed); the rest is appended.
+    summary, appended = check_summary("## Goal\n- PORT src/parse.py to the new api", head,
+                                      PREVIOUS, 1000, HEURISTIC)
+    assert (summary, appended) == (
+        f"## Goal\n- PORT src/parse.py to the new api\n\n{RETAINED_HEADING}\n"
+        "- https://example.com/spec\n- /old/notes.md", 2)
+
+
+def test_carried_items_are_cut_before_the_head_items():
+    previous = f"s\n\n{RETAINED_HEADING}\n- /old/a.py\n- /old/b.py\n- /old/c.py"
+    head = decoded(*[U(f"request {i}: {X(10)}") for i in range(3)])
+    # Half of 100 (50): heading 4 + 1, each request 13 + 1 (three: 42 + 5 = 47), each carried
+    # path 2 + 1: one more fits, the most recent carried one.
+    summary, appended = check_summary("s", head, previous, 100, HEURISTIC)
+    assert appended == 4
+    assert summary.split("\n")[3:] == ["- /old/c.py", *(f"- request {i}: {X(10)}" for i in range(3))]
+
+
+def test_only_the_last_share_of_the_previous_appendix_is_read():
+    previous = f"s\n\n{RETAINED_HEADING}\n" + "\n".join(f"- /a{i}.py" for i in range(1, 13))
+    assert keep_list([], previous, carried_limit=10) == [Item(f"/a{i}.py", CARRIED) for i in range(3, 13)]
+    # Half of 40 (20): heading 4 + 1, each path 2 + 1, so the five newest fit.
+    summary, appended = check_summary("s", [], previous, 40, HEURISTIC)
+    assert (summary, appended) == (
+        f"s\n\n{RETAINED_HEADING}\n" + "\n".join(f"- /a{i}.py" for i in range(8, 13)), 5)
+
+
+def test_an_item_another_appended_item_contains_is_not_repeated():
+    head = decoded(U("Fix src/app.py"), U("see /testbed/src/"),
+                   AC_args("c1", "bash", {"command": "cat /testbed/src/lib.py"}))
+    summary, appended = check_summary("s", head, None, 1000, HEURISTIC)
+    assert (summary, appended) == (
+        f"s\n\n{RETAINED_HEADING}\n- Fix src/app.py\n- see /testbed/src/\n- /testbed/src/lib.py", 3)
+
+
+def test_a_contained_item_is_appended_when_its_container_is_cut():
+    head = decoded(U(f"Fix src/app.py {X(20)}"))
+    # Half of 20 (10): heading 4 + 1, the path 3 + 1; the request (24 + 1) does not fit.
+    assert check_summary("s", head, None, 20, HEURISTIC) == (f"s\n\n{RETAINED_HEADING}\n- src/app.py", 1)
 
 
 def test_multi_line_items_stay_one_bullet():
@@ -140,11 +207,12 @@ def test_assemble_reports_retained_items_and_the_summary_keeps_them():
     applied = out["applied"]
     assert applied["compacted"] is True
     head_rounds = (applied["tail_start_index"] - 1) // 2
-    assert applied["retained_items"] == 1 + 1 + head_rounds
+    # src/parse.py is inside the request's bullet, so it is not repeated.
+    assert applied["retained_items"] == 1 + head_rounds
     lines = applied["summary"].split("\n")
     assert lines[:4] == ["## Goal", "- (none)", "", RETAINED_HEADING]
-    assert lines[4:6] == ["- Port the parser in src/parse.py to the new API", "- src/parse.py"]
-    assert lines[6:] == [f"- src/mod{i}.py" for i in range(head_rounds)]
+    assert lines[4] == "- Port the parser in src/parse.py to the new API"
+    assert lines[5:] == [f"- src/mod{i}.py" for i in range(head_rounds)]
     assert "summary_kind" not in applied
     assert out["system_prompt"].endswith(applied["summary"])
 
@@ -162,3 +230,27 @@ def test_off_by_default():
     out = call("context::compact", {"messages": session(), "model": MODEL}, summarizer=forgetful)
     assert out["summary"] == "## Goal\n- (none)"
     assert "retained_items" not in out
+
+
+def test_the_next_compaction_carries_what_the_check_kept():
+    config = {"summary_check": "append"}
+    first = call("context::assemble", {"messages": session(), "model": MODEL},
+                 config=config, summarizer=forgetful)["applied"]
+    kept = session()[first["tail_start_index"]:]
+    more: list[dict[str, Any]] = []
+    for i in range(30, 45):
+        more += [AC_args(f"c{i}", "bash", {"command": f"cat src/mod{i}.py"}), FR(f"c{i}", "bash", X(250))]
+    messages = kept + history(*more, first_timestamp=kept[-1]["timestamp"] + 1)
+    second = call("context::assemble", {"messages": messages, "model": MODEL,
+                                        "options": {"previous_summary": first["summary"]}},
+                  config=config, summarizer=forgetful)["applied"]
+    assert second["compacted"] is True
+    first_rounds = (first["tail_start_index"] - 1) // 2
+    second_rounds = second["tail_start_index"] // 2
+    lines = second["summary"].split("\n")
+    # The forgetful summariser dropped everything: the previous appendix comes first, then the
+    # rounds this head folded.
+    assert lines[:5] == ["## Goal", "- (none)", "", RETAINED_HEADING,
+                         "- Port the parser in src/parse.py to the new API"]
+    assert lines[5:] == [f"- src/mod{i}.py" for i in range(first_rounds + second_rounds)]
+    assert second["retained_items"] == 1 + first_rounds + second_rounds

@@ -1,9 +1,9 @@
 """Retention probes of the replay: what a compaction's head left in the returned context.
 
 For every compaction, the head's user-message openings (first 100 characters of each user
-message's text) and its file paths and URLs (found by the retention check's own rules, in user
-text and call arguments) are looked up in the returned system prompt and messages, compared
-after collapsing whitespace and case. Per session, a call keeps the task when its returned
+message's text) and its file paths and URLs (the retention check's own derivation, ``head_texts``:
+user text and call arguments; each once, whitespace and case collapsed) are looked up in the
+returned system prompt and messages, compared after collapsing whitespace and case. Per session, a call keeps the task when its returned
 context holds the first user message's text verbatim.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from context_manager.core.compaction.retention_check import argument_strings, normalize, paths_in
+from context_manager.core.compaction.retention_check import argument_strings, head_texts, normalize
 from context_manager.core.compaction.prompts import trim
 from context_manager.wire.codec import canonical_free_form, dumps
 
@@ -71,22 +71,17 @@ def head_probes(head: Sequence[dict[str, Any]], returned: str) -> Probes:
     haystack = normalize(returned)
     probes = Probes()
     openings: list[str] = []
-    paths: list[str] = []
     for message in head:
         if message["role"] == "user":
             text = trim(_user_text(message))
             if text:
                 openings.append(text[:OPENING_CHARS])
-            paths.extend(paths_in(_user_text(message)))
-        if message["role"] in ("user", "assistant"):
-            for block in message["content"]:
-                if block["type"] == "function_call":
-                    for text in argument_strings(block.get("arguments")):
-                        paths.extend(paths_in(text))
+    # The paths are the retention check's own, so a probe counts only what the check would keep.
+    paths = [text for _index, text, is_path in head_texts(head) if is_path]
     for opening in dict.fromkeys(openings):
         probes.users += 1
         probes.users_found += normalize(opening) in haystack
-    for path in dict.fromkeys(paths):
+    for path in dict.fromkeys(normalize(path) for path in paths):
         probes.paths += 1
-        probes.paths_found += normalize(path) in haystack
+        probes.paths_found += path in haystack
     return probes

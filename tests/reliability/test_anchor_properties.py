@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
 from context_manager.core.anchor import anchor_length
 from context_manager.core.counting.estimate import estimator_for_model
@@ -28,6 +27,8 @@ from .support import FakeSummarizer, MemoryLeaseStore, breakdown_total, context,
 pytestmark = pytest.mark.slow
 
 OVERFLOW_PREFIX = "handler error: context/overflow: "
+# A previous summary whose retained details the check carries into the next one.
+CARRYING = "Summary: so far.\n\n## Retained details\n- Fix src/app.py\n  and its tests\n- /tmp/build.log"
 
 retention = st.fixed_dictionaries({
     "summary_check": st.sampled_from(["off", "append"]),
@@ -38,7 +39,7 @@ retention = st.fixed_dictionaries({
 
 @RELIABILITY
 @given(st.one_of(histories(max_rounds=18), sessions()), models(), configs(), retention,
-       st.integers(1, 4), st.booleans(), st.sampled_from([None, "Summary: so far.", ""]),
+       st.integers(1, 4), st.booleans(), st.sampled_from([None, "Summary: so far.", "", CARRYING]),
        st.one_of(st.none(), short_text))
 def test_no_pass_changes_an_anchor_message(
     history: list[dict[str, Any]], model: dict[str, Any], config: dict[str, Any],
@@ -65,7 +66,7 @@ def test_no_pass_changes_an_anchor_message(
     pinned = anchor_length(view, anchor)
     returned = response["messages"]
     assert [dumps(m) for m in returned[:pinned]] == [dumps(m) for m in view[:pinned]]
-    estimator = estimator_for_model(model["id"], parse_config_value(config), PACKAGED_TOKENIZERS)
+    estimator = estimator_for_model(model["id"], parse_config_value(config), ctx.tokenizers)
     assert response["applied"]["anchor_tokens"] == sum(estimator.message(m) for m in view[:pinned])
     assert response["token_count"] <= response["usable"]
     assert response["token_count"] == breakdown_total(response, 0)

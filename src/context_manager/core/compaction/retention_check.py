@@ -7,11 +7,16 @@ A deterministic must-keep list is derived from the head being summarised:
 * the first line of the latest failed function result (``is_error``) that no later success of the
   same function answered.
 
-Items the summary does not contain (compared after collapsing whitespace and case) are appended
-verbatim, one bullet each, under :data:`RETAINED_HEADING`. The appendix may take half of the
-summary budget; when the missing items need more, the most recent ones are kept. In update mode
-an item the previous summary already holds counts as kept: the summariser was asked to revise
-that summary and may have dropped it as stale.
+In update mode the items of the previous summary's :data:`RETAINED_HEADING` section join the
+list, as older than every item of the head: the new summary replaces the previous one, so what
+the check kept once stays kept until the appendix has no room for it. Only the section's last
+bullets are read, as many as the appendix share has tokens (no appendix of that share holds more).
+
+Items the new summary does not contain (compared after collapsing whitespace and case) are
+appended verbatim, one bullet each, under :data:`RETAINED_HEADING`; an item another appended item
+contains is not repeated. The appendix may take half of the summary budget; when the missing
+items need more, the head's items go before the carried ones and, within each, the most recent
+ones are kept.
 """
 
 from __future__ import annotations
@@ -41,9 +46,14 @@ _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _TRAILING = ".,;:!?"
 
 
+# The position of an item carried from the previous summary: older than every head index.
+CARRIED = -1
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One must-keep text and the head index of its latest appearance (its recency)."""
+    """One must-keep text and the head index of its latest appearance (its recency);
+    :data:`CARRIED` for an item only the previous summary's appendix holds."""
 
     text: str
     position: int
@@ -136,6 +146,22 @@ def open_error(head: Sequence[Message]) -> tuple[int, str | None, str] | None:
     return None
 
 
+def head_texts(head: Sequence[Message]) -> Iterator[tuple[int, str, bool]]:
+    """(head index, text, is a path or URL) of every user text and path, in order (repeats kept)."""
+    for index, message in enumerate(head):
+        role = message["role"]
+        if role == "user":
+            yield index, user_text(message), False
+            for path in paths_in(text_of(message["content"])):
+                yield index, path, True
+        if role in ("user", "assistant"):
+            for block in message["content"]:
+                if block["type"] == "function_call":
+                    for text in argument_strings(block["arguments"]):
+                        for path in paths_in(text):
+                            yield index, path, True
+
+
 def must_keep(head: Sequence[Message]) -> list[Item]:
     """The must-keep list of ``head``: each text once, in order of first appearance."""
     order: list[str] = []
@@ -151,19 +177,8 @@ def must_keep(head: Sequence[Message]) -> list[Item]:
         else:
             latest[key] = (position, latest[key][1])
 
-    for index, message in enumerate(head):
-        role = message["role"]
-        if role == "user":
-            text = user_text(message)
-            note(text, index)
-            for path in paths_in(text_of(message["content"])):
-                note(path, index)
-        if role in ("user", "assistant"):
-            for block in message["content"]:
-                if block["type"] == "function_call":
-                    for text in argument_strings(block["arguments"]):
-                        for path in paths_in(text):
-                            note(path, index)
+    for index, text, _is_path in head_texts(head):
+        note(text, index)
     error = open_error(head)
     if error is not None:
         note(error[2], error[0])
@@ -175,13 +190,77 @@ def bullet(text: str) -> str:
     return "- " + text.replace("\n", "\n  ")
 
 
-def missing_items(summary: str, head: Sequence[Message], previous_summary: str | None) -> list[Item]:
+def retained_in(summary: str) -> list[str]:
+    """The items of every :data:`RETAINED_HEADING` section of ``summary``, in order.
+
+    The inverse of the rendering: a bullet starts an item, an indented line continues it, a line
+    that starts with ``#`` ends the section.
+    """
+    items: list[list[str]] = []
+    inside = False
+    for line in summary.split("\n"):
+        if line.startswith("#"):
+            inside = normalize(line) == normalize(RETAINED_HEADING)
+            continue
+        if not inside:
+            continue
+        if line.startswith("- "):
+            items.append([line[2:]])
+        elif items:
+            items[-1].append(line[2:] if line.startswith("  ") else line.lstrip())
+    return [text for text in (trim("\n".join(lines)) for lines in items) if text]
+
+
+def keep_list(head: Sequence[Message], previous_summary: str | None,
+              carried_limit: int | None = None) -> list[Item]:
+    """The previous summary's retained items (as :data:`CARRIED`; its last ``carried_limit``
+    when given), then the head's; each text once."""
+    head_items = must_keep(head)
+    in_head = {normalize(item.text) for item in head_items}
+    previous = retained_in(previous_summary) if previous_summary else []
+    if carried_limit is not None:
+        previous = previous[max(len(previous) - carried_limit, 0):]
+    carried: dict[str, Item] = {}
+    for text in previous:
+        key = normalize(text)
+        if key not in in_head and key not in carried:
+            carried[key] = Item(text, CARRIED)
+    return [*carried.values(), *head_items]
+
+
+def missing_items(summary: str, head: Sequence[Message], previous_summary: str | None,
+                  carried_limit: int | None = None) -> list[Item]:
+    """The must-keep items the new summary lacks; the previous summary does not count, since the
+    new one replaces it."""
     present = normalize(summary)
-    before = normalize(previous_summary) if previous_summary else ""
-    return [
-        item for item in must_keep(head)
-        if normalize(item.text) not in present and normalize(item.text) not in before
-    ]
+    return [item for item in keep_list(head, previous_summary, carried_limit)
+            if normalize(item.text) not in present]
+
+
+def choose(missing: Sequence[Item], share: int, estimator: Estimator) -> list[int]:
+    """Indexes (in list order) of the items the appendix holds within ``share`` tokens.
+
+    The most recent items are taken first. An item another taken item contains (a path inside a
+    request's text, a directory inside a longer path) is not repeated: that one keeps it.
+    """
+    keys = [normalize(item.text) for item in missing]
+    # The +1 per line keeps the running sum an upper bound of the appendix's estimate.
+    spent = estimator.text(RETAINED_HEADING) + 1
+    chosen: list[int] = []
+    # The taken keys, one per line (a key holds no newline): one search tells containment.
+    taken = ""
+    for i in sorted(range(len(missing)), key=lambda i: (missing[i].position, i), reverse=True):
+        if spent >= share:
+            break  # every bullet costs at least one token
+        cost = estimator.text(bullet(missing[i].text)) + 1
+        if spent + cost > share or keys[i] in taken:
+            continue
+        spent += cost
+        chosen.append(i)
+        taken += keys[i] + "\n"
+    # An item taken before an older item that contains it is now repeated: leave it out. Its own
+    # line holds it once; another key that contains it makes a second, non-overlapping match.
+    return sorted(i for i in chosen if taken.count(keys[i]) == 1)
 
 
 def check_summary(
@@ -192,22 +271,12 @@ def check_summary(
     estimator: Estimator,
 ) -> tuple[str, int]:
     """``summary`` with what it lacks appended, and how many items were appended."""
-    missing = missing_items(summary, head, previous_summary)
-    if not missing:
-        return summary, 0
     share = budget // APPENDIX_SHARE_DIVISOR
-    # The +1 per line keeps the running sum an upper bound of the appendix's estimate.
-    spent = estimator.text(RETAINED_HEADING) + 1
-    chosen: set[int] = set()
-    newest_first = sorted(range(len(missing)), key=lambda i: (missing[i].position, i), reverse=True)
-    for i in newest_first:
-        cost = estimator.text(bullet(missing[i].text)) + 1
-        if spent + cost > share:
-            continue
-        spent += cost
-        chosen.add(i)
+    # Every bullet costs at least one token, so an appendix of ``share`` tokens never held more
+    # items than that: older lines of a previous appendix are not read.
+    missing = missing_items(summary, head, previous_summary, carried_limit=share)
+    chosen = choose(missing, share, estimator) if missing else []
     if not chosen:
         return summary, 0
-    lines = [bullet(missing[i].text) for i in range(len(missing)) if i in chosen]
-    appendix = RETAINED_HEADING + "\n" + "\n".join(lines)
+    appendix = RETAINED_HEADING + "\n" + "\n".join(bullet(missing[i].text) for i in chosen)
     return f"{summary}\n\n{appendix}", len(chosen)
