@@ -34,7 +34,7 @@ KEYS_1_1_6 = [
     "lease_ttl_secs", "summarizer_timeout_ms", "lease_dir",
 ]
 EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
-                  "anchor_messages", "summary_check", "summarizer_fallback"]
+                  "anchor_messages", "summary_check", "summarizer_fallback", "retention"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
