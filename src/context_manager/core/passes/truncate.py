@@ -67,6 +67,8 @@ def cut_text(text: str, keep: KeepEnds, markers: tuple[str, ...], fits: Callable
     The byte budget is found by bisection (sizes grow with the budget for every estimator
     here); the chosen cut is checked again, so a result that does not fit is never returned.
     """
+    if fits(text):
+        return None
     data = text.encode("utf-8")
     for marker in markers:
         if not fits(compose(data, 0, keep, marker)):
