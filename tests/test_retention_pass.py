@@ -55,9 +55,10 @@ SAY = {"type": "text", "text": "ok"}
 # --- ages -------------------------------------------------------------------------------------
 
 
-def test_ages_count_later_user_turns():
-    view = [U("a", 1), C("c1", "f", 2), R("c1", "f", "r", 3), A("b", 4), U("c", 5), A("d", 6)]
-    assert turn_ages(view) == [1, 1, 1, 1, 0, 0]
+def test_ages_count_user_turns_then_the_rounds_of_the_open_request():
+    view = [U("a", 1), C("c1", "f", 2), R("c1", "f", "r", 3), A("b", 4), U("c", 5), C("c2", "f", 6),
+            R("c2", "f", "r", 7), A("d", 8)]
+    assert turn_ages(view) == [3, 3, 3, 3, 2, 1, 1, 0]
 
 
 def test_ages_count_assistant_rounds_without_user_messages():
@@ -219,7 +220,10 @@ def test_the_verbatim_window_protects_the_newest_turns():
     policy = {"tools": {"default": {"result": always(10)}}, "verbatim_turns": 1}
     out = run(view, policy)
     assert [m is v for m, v in zip(out.messages, view)] == [True, True, False, True, True, True]
-    assert run(view, {**policy, "verbatim_turns": 2}).messages == view
+    # Ages: 2, 2, 2 for the first turn, 1 for "q2", 0 for the open round.
+    assert [m is v for m, v in zip(run(view, {**policy, "verbatim_turns": 2}).messages, view)] == [
+        True, True, False, True, True, True]
+    assert run(view, {**policy, "verbatim_turns": 3}).messages == view
     zero = run(view, {**policy, "verbatim_turns": 0})
     assert [m is v for m, v in zip(zero.messages, view)] == [True, True, False, True, True, False]
 
@@ -252,6 +256,15 @@ def test_old_prompts_and_assistant_prose_are_cut_and_images_stay_in_place():
     ]
 
 
+def test_the_open_request_is_never_cut_and_single_task_rounds_age():
+    task = U("t" * 400, 1)
+    view = [task, C("c1", "f", 2), R("c1", "f", BIG, 3), C("c2", "f", 4), R("c2", "f", BIG, 5)]
+    policy = {"text": {"prompt": always(5)}, "tools": {"default": {"result": always(10)}}, "verbatim_turns": 1}
+    out = run(view, policy)
+    assert turn_ages(view) == [2, 1, 1, 0, 0]
+    assert [m is v for m, v in zip(out.messages, view)] == [True, True, False, True, True]
+
+
 # --- reasoning --------------------------------------------------------------------------------
 
 
@@ -262,9 +275,10 @@ def test_reasoning_older_than_keep_turns_is_dropped():
     assert out.messages[5] is view[5]
     # {"type":"thinking","text":"t"*40}, is 71 bytes of a 191-byte message: 47 tokens become 30.
     assert out.warnings == [{"code": "reasoning_dropped", "count": 2, "tokens_freed": 34}]
-    two = run(view, {"reasoning": {"keep_turns": 2}})
-    assert two.messages[1]["content"] == [SAY]
-    assert two.messages[3] is view[3]
+    # Ages 3, 2 and 0: the reply to "q3" is a round of the open request, "q3" itself is age 1.
+    three = run(view, {"reasoning": {"keep_turns": 3}})
+    assert three.messages[1]["content"] == [SAY]
+    assert three.messages[3] is view[3]
 
 
 def test_the_latest_assistant_message_keeps_its_reasoning():

@@ -4,13 +4,16 @@ It runs after media normalisation and before the cap, on the view without its pi
 Every decision depends on a message's age in turns and on the message itself, so consecutive
 calls make the same cuts and applying the pass to its own output changes nothing.
 
-Age: the number of turn starts after a message, a turn start being a real user message (in a
-window without any, an assistant message). The newest turn is age 0.
+Age: the number of turn starts after a message. Turns are those of the drop_oldest fallback: a
+real user message starts one, and so does every assistant message after the newest real user
+message (each round of the open request is a turn; in a window without user messages, every
+round is). The newest turn is age 0.
 
 * Tool payloads and prose older than ``verbatim_turns`` are cut by their ``Truncation``: a call's
   arguments and a result by the first rule whose glob matches the function id (else
   ``tools.default``), an error result by ``tools.errors`` when set; user text by
-  ``text.prompt``, assistant text by ``text.message``.
+  ``text.prompt`` (never the newest real user message: the open request), assistant text by
+  ``text.message``.
 * Thinking blocks of assistant messages of age ``reasoning.keep_turns`` or more are removed,
   except in the newest assistant message, in a message whose calls are not all answered yet,
   and signed blocks of the model's own provider in the current tool round (the messages after
@@ -67,10 +70,14 @@ class RetentionResult:
     warnings: list[dict[str, Any]]
 
 
+def newest_user_index(view: list[Message]) -> int:
+    """The index of the newest real user message, or -1 without one."""
+    return next((i for i in range(len(view) - 1, -1, -1) if is_real_user_turn(view[i])), -1)
+
+
 def turn_ages(view: list[Message]) -> list[int]:
-    starts = [is_real_user_turn(m) for m in view]
-    if not any(starts):
-        starts = [m["role"] == "assistant" for m in view]
+    newest_user = newest_user_index(view)
+    starts = [is_real_user_turn(m) or (m["role"] == "assistant" and i > newest_user) for i, m in enumerate(view)]
     ages = [0] * len(view)
     later = 0
     for index in range(len(view) - 1, -1, -1):
@@ -139,6 +146,7 @@ def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPoli
     new_sizes = list(sizes)
     inline_ids = resolve_inline_function_ids(view) if policy.tools is not None else {}
     protected_reasoning = _reasoning_protected(view, model_provider) if policy.reasoning is not None else None
+    newest_user = newest_user_index(view)
     for index, message in enumerate(view):
         age = ages[index]
         rewriter = _Rewriter(message, estimator, tally)
@@ -146,7 +154,7 @@ def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPoli
             if policy.tools is not None:
                 _truncate_tools(rewriter, policy.tools, index, inline_ids)
             if policy.text is not None:
-                rule = policy.text.prompt if message["role"] == "user" else (
+                rule = policy.text.prompt if message["role"] == "user" and index != newest_user else (
                     policy.text.message if message["role"] == "assistant" else None)
                 if rule is not None:
                     _truncate_prose(rewriter, rule, message["role"])
@@ -287,7 +295,7 @@ def _reasoning_protected(view: list[Message], model_provider: str | None) -> lis
             if block["type"] == "function_result":
                 answered.add(block["function_call_id"])
     latest_assistant = next((i for i in range(len(view) - 1, -1, -1) if view[i]["role"] == "assistant"), None)
-    newest_user = next((i for i in range(len(view) - 1, -1, -1) if is_real_user_turn(view[i])), -1)
+    newest_user = newest_user_index(view)
     for index, message in enumerate(view):
         if message["role"] != "assistant":
             continue
