@@ -229,8 +229,8 @@ def test_a_retention_policy_hot_reloads_and_a_bad_one_keeps_the_last_good(
     engine.set_configuration("context-manager", {"retention": {"reasoning": {"keep_turns": 1}}})
     dropped = [{"code": "reasoning_dropped", "count": 1, "tokens_freed": 107}]
     eventually(lambda: engine.call("context::assemble", payload)["applied"].get("warnings") == dropped)
-    # A changed policy applies in turn: two turns of reasoning are kept now.
-    engine.set_configuration("context-manager", {"retention": {"reasoning": {"keep_turns": 2}}})
+    # A changed policy applies in turn: the thinking message is 2 turns old, 3 are kept now.
+    engine.set_configuration("context-manager", {"retention": {"reasoning": {"keep_turns": 3}}})
     eventually(lambda: "warnings" not in engine.call("context::assemble", payload)["applied"])
     engine.set_configuration("context-manager", {"retention": {"reasoning": {"keep_turns": 1}}})
     eventually(lambda: engine.call("context::assemble", payload)["applied"].get("warnings") == dropped)
