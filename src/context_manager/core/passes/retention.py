@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, Callable
 
 from context_manager.core.passes.media import TEXT_ONLY_MARKER, TOOL_IMAGE_MARKER, USER_IMAGE_MARKER
 from context_manager.core.passes.truncate import (
@@ -42,7 +42,7 @@ from context_manager.core.passes.truncate import (
     result_marker,
     text_marker,
 )
-from context_manager.core.retention_policy import MediaPolicy, RetentionPolicy, ToolsPolicy, Truncation
+from context_manager.core.retention_policy import MediaPolicy, RetentionPolicy, ToolsPolicy, ToolTreatment, Truncation
 from context_manager.ports import Estimator
 from context_manager.wire import codec
 from context_manager.wire.messages import (
@@ -114,11 +114,11 @@ class _Tally:
 class _Rewriter:
     """One message's rewrites; each accepted one is measured and charged to its warning."""
 
-    def __init__(self, message: Message, estimator: Estimator, tally: _Tally) -> None:
+    def __init__(self, message: Message, size: int, estimator: Estimator, tally: _Tally) -> None:
         self.message = message
         self.estimator = estimator
         self.tally = tally
-        self.size = estimator.message(message)
+        self.size = size
 
     def _accept(self, rewritten: Message) -> int:
         size = self.estimator.message(rewritten)
@@ -136,6 +136,15 @@ class _Rewriter:
         entry[0] += 1
         entry[1] += self._accept(rewritten)
 
+    def reasoning(self, rewritten: Message, dropped: int) -> None:
+        self.tally.reasoning[0] += dropped
+        self.tally.reasoning[1] += self._accept(rewritten)
+
+    def media(self, rewritten: Message, dropped: dict[str, int]) -> None:
+        for mime, count in dropped.items():
+            self.tally.media[mime] += count
+        self._accept(rewritten)
+
 
 def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPolicy, estimator: Estimator,
                     model_provider: str | None) -> RetentionResult:
@@ -149,7 +158,7 @@ def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPoli
     newest_user = newest_user_index(view)
     for index, message in enumerate(view):
         age = ages[index]
-        rewriter = _Rewriter(message, estimator, tally)
+        rewriter = _Rewriter(message, sizes[index], estimator, tally)
         if age >= policy.verbatim_turns:
             if policy.tools is not None:
                 _truncate_tools(rewriter, policy.tools, index, inline_ids)
@@ -160,7 +169,7 @@ def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPoli
                     _truncate_prose(rewriter, rule, message["role"])
         if policy.reasoning is not None and age >= policy.reasoning.keep_turns:
             assert protected_reasoning is not None
-            _drop_reasoning(rewriter, protected_reasoning[index], tally)
+            _drop_reasoning(rewriter, protected_reasoning[index])
         if policy.media is not None:
             _drop_media(rewriter, policy.media, age)
         if rewriter.message is not message:
@@ -172,7 +181,7 @@ def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPoli
 # --- tool payloads ---------------------------------------------------------------------------
 
 
-def _treatment_for(tools: ToolsPolicy, function_id: str | None):
+def _treatment_for(tools: ToolsPolicy, function_id: str | None) -> ToolTreatment | None:
     if function_id is not None:
         for rule in tools.rules:
             if fnmatchcase(function_id, rule.function):
@@ -187,8 +196,8 @@ def _result_rule(tools: ToolsPolicy, function_id: str | None, is_error: bool) ->
     return treatment.result if treatment is not None else None
 
 
-def _cut_blocks(content: list[Block], rule: Truncation, estimator: Estimator, full_marker, marked: bool
-                ) -> list[Block] | None:
+def _cut_blocks(content: list[Block], rule: Truncation, estimator: Estimator,
+                full_marker: Callable[[int, int], str], marked: bool) -> list[Block] | None:
     """``content`` with its text blocks cut to ``rule`` as one text, or None when it stays."""
     threshold = rule.threshold()
     texts = [block["text"] for block in content if _is_prose(block)]
@@ -307,7 +316,7 @@ def _reasoning_protected(view: list[Message], model_provider: str | None) -> lis
     return protected
 
 
-def _drop_reasoning(rewriter: _Rewriter, protected: str, tally: _Tally) -> None:
+def _drop_reasoning(rewriter: _Rewriter, protected: str) -> None:
     message = rewriter.message
     if message["role"] != "assistant" or protected == "all":
         return
@@ -321,8 +330,7 @@ def _drop_reasoning(rewriter: _Rewriter, protected: str, tally: _Tally) -> None:
         if len(codec.dumps(kept)) >= len(codec.dumps(content)):
             return
     dropped = sum(1 for b in content if b["type"] == "thinking") - sum(1 for b in kept if b["type"] == "thinking")
-    tally.reasoning[0] += dropped
-    tally.reasoning[1] += rewriter._accept(with_content(message, kept))
+    rewriter.reasoning(with_content(message, kept), dropped)
 
 
 # --- media ------------------------------------------------------------------------------------
@@ -339,14 +347,9 @@ def _drop_media(rewriter: _Rewriter, media: MediaPolicy, age: int) -> None:
     message = rewriter.message
     dropped: dict[str, int] = defaultdict(int)
     direct = USER_IMAGE_MARKER if message["role"] == "user" else TOOL_IMAGE_MARKER
-    if message["role"] == "function_result":
-        direct = TOOL_IMAGE_MARKER
     content = _replace_images(message["content"], media, age, direct, dropped)
-    if content is None:
-        return
-    for mime, count in dropped.items():
-        rewriter.tally.media[mime] += count
-    rewriter._accept(with_content(message, content))
+    if content is not None:
+        rewriter.media(with_content(message, content), dropped)
 
 
 def _replace_images(blocks: list[Block], media: MediaPolicy, age: int, marker: str,

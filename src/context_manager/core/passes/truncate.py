@@ -112,6 +112,16 @@ def _replace(value: Any, path: Path, leaf: str) -> Any:
     return copy
 
 
+def _shortest_cut(text: str, keep: KeepEnds, markers: tuple[str, ...]) -> str | None:
+    """The first marker alone, when it is shorter than ``text``."""
+    data = text.encode("utf-8")
+    for marker in markers:
+        candidate = compose(data, 0, keep, marker)
+        if codec.utf8_len(candidate) < len(data):
+            return candidate
+    return None
+
+
 def arguments_tokens(arguments: Any, estimator: Estimator) -> int:
     return estimator.text(codec.dumps(arguments).decode("utf-8"))
 
@@ -134,15 +144,13 @@ def cut_arguments(arguments: Any, to: int, keep: KeepEnds, marker: Callable[[int
         def fits(candidate: str, base: Any = base, path: Path = path) -> bool:
             return arguments_tokens(_replace(base, path, candidate), estimator) <= to
 
-        elided = max(0, total - to)
-        leaf = cut_text(text, keep, markers_for(marker(elided), marked), fits)
+        candidates = markers_for(marker(max(0, total - to)), marked)
+        leaf = cut_text(text, keep, candidates, fits)
         if leaf is None:
-            # Not even this value alone can make the whole fit: cut it as far as it goes.
-            shortest = next((compose(text.encode("utf-8"), 0, keep, m) for m in markers_for(marker(elided), marked)
-                             if codec.utf8_len(compose(text.encode("utf-8"), 0, keep, m)) < codec.utf8_len(text)), None)
-            if shortest is None:
+            # This value alone cannot make the whole fit: keep as little of it as goes, if shorter.
+            leaf = _shortest_cut(text, keep, candidates)
+            if leaf is None:
                 continue
-            leaf = shortest
         current = _replace(base, path, leaf)
     if current is arguments or arguments_tokens(current, estimator) > to:
         return None
