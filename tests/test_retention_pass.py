@@ -386,3 +386,41 @@ def test_drop_oldest_reports_history_dropped_with_a_policy():
     ranges = out["applied"]["dropped_ranges"]
     assert ranges == without["applied"]["dropped_ranges"] == [[0, 4]]
     assert out["applied"]["warnings"] == [{"code": "history_dropped", "dropped": 4, "start": 0, "end": 4}]
+
+
+def test_answers_with_every_warning_match_the_response_schema():
+    import jsonschema
+
+    from context_manager.schemas import function_definition
+
+    schema = function_definition("context::assemble")["response_schema"]
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "p" * 2000},
+                                     {"type": "image", "mime": "image/png", "data": "AAAA"}], "timestamp": 1},
+        {"role": "assistant", "content": [{"type": "thinking", "text": "t" * 400},
+                                          {"type": "function_call", "id": "c1", "function_id": "fs::read_file",
+                                           "arguments": {"path": "x" * 800}}],
+         "stop_reason": "function_call", "model": "m", "provider": "p", "timestamp": 2},
+        {"role": "function_result", "function_call_id": "c1", "function_id": "fs::read_file",
+         "content": [{"type": "text", "text": BIG}], "is_error": False, "timestamp": 3},
+        {"role": "assistant", "content": [{"type": "text", "text": "a" * 2000}], "stop_reason": "end",
+         "model": "m", "provider": "p", "timestamp": 4},
+        {"role": "user", "content": [{"type": "text", "text": "next " * 400}], "timestamp": 5},
+        {"role": "assistant", "content": [{"type": "text", "text": "b" * 1200}], "stop_reason": "end",
+         "model": "m", "provider": "p", "timestamp": 6},
+        {"role": "user", "content": [{"type": "text", "text": "now"}], "timestamp": 7},
+    ]
+    policy = {"tools": {"default": {"arguments": always(20), "result": always(20)}},
+              "text": {"prompt": always(30), "message": always(30)},
+              "reasoning": {"keep_turns": 1}, "media": {"default_keep_turns": 1}}
+    out = call("context::assemble", {"messages": messages, "model": INLINE}, config={"retention": policy})
+    assert [w["code"] for w in out["applied"]["warnings"]] == [
+        "truncated", "text_truncated", "text_truncated", "reasoning_dropped", "media_dropped"]
+    jsonschema.validate(out, schema)
+    # Over a small window the oldest turn goes too, reported as history_dropped.
+    tight = {"id": "m", "limits": {"context_window": 300, "max_output_tokens": 100}}
+    dropped = call("context::assemble", {"messages": messages, "model": tight,
+                                         "options": {"allow_compaction": False, "reserved_tokens": 0}},
+                   config={"retention": policy, "overflow_fallback": "drop_oldest"})
+    assert dropped["applied"]["warnings"][-1] == {"code": "history_dropped", "dropped": 4, "start": 0, "end": 4}
+    jsonschema.validate(dropped, schema)
