@@ -9,7 +9,8 @@ are rejected; ``null`` for the whole key means no policy (the original's behavio
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from context_manager.core.retention_policy import (
     KeepEnds,

@@ -28,9 +28,10 @@ longer. The warnings report what each kind of rule removed, in tokens of the est
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Callable
+from typing import Any
 
 from context_manager.core.passes.media import TEXT_ONLY_MARKER, TOOL_IMAGE_MARKER, USER_IMAGE_MARKER
 from context_manager.core.passes.truncate import (

@@ -7,7 +7,8 @@ fits is never touched, so cutting what was already cut changes nothing.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from context_manager.core.retention_policy import KeepEnds
 from context_manager.ports import Estimator
