@@ -425,3 +425,26 @@ def test_retention_editor_names_the_same_fault_as_the_worker(tmp_path, node_avai
         expected.append(caught.value.detail)
     assert [r["controls"]["retention"]["problem"] for r in results] == expected
     assert all(r["proposals"] == [] for r in results)
+
+
+def test_retention_editor_lists_the_tool_rules_in_the_order_they_are_tried(tmp_path, node_available):
+    if not node_available:
+        assert "toolRuleLines" in PAGE
+        return
+    policy = {"tools": {"rules": [{"function": "fs::read_file", "result": {"mode": "over", "over": 2000, "to": 500}},
+                                  {"function": "fs::write_file", "arguments": {"mode": "always", "to": 200, "keep": "head"},
+                                   "result": {"mode": "keep"}},
+                                  {"function": "web::*"}],
+                        "default": {"result": {"mode": "always", "to": 1000, "keep": "tail"}},
+                        "errors": {"mode": "keep"}}}
+    scenarios = [{"value": {"retention": policy}}, {"value": {}}, {"value": {"retention": {"tools": {"rules": 5}}}}]
+    results = render(scenarios, tmp_path)["results"]
+    assert [r["controls"]["retention"]["rules"] for r in results] == [
+        ["1. fs::read_file: result over 2,000 tokens cut to 500 (head and tail)",
+         "2. fs::write_file: arguments cut to 200 tokens (head); result kept whole",
+         "3. web::*: no change",
+         "otherwise: result cut to 1,000 tokens (tail)",
+         "error results: kept whole"],
+        [],
+        [],
+    ]

@@ -102,9 +102,10 @@ for (const s of scenarios) {
       const area = find(c.tree, (n) => n.type === 'textarea')
       const problem = find(c.tree, (n) => n.props.role === 'status')
       const help = find(c.tree, (n) => n.type === 'dl')
+      const rules = find(c.tree, (n) => n.type === 'ol')
       controls[k] = { type: 'textarea', value: area.props.value, placeholder: area.props.placeholder,
         invalid: area.props['aria-invalid'] === true, meta: c.meta, problem: problem.children.join(''),
-        help: help.children.map((n) => n.children.join('')) }
+        help: help.children.map((n) => n.children.join('')), rules: rules.children.map((n) => n.children.join('')) }
     }
   }
   out.results.push({ sections: r.sections, controls, proposals: r.proposals, alert: r.alert })

@@ -302,6 +302,32 @@ export function retentionProblem(policy) {
   }
 }
 
+const KEEP_WORDS = { head: 'head', tail: 'tail', both: 'head and tail' }
+
+function truncationWords(t) {
+  if (t.mode === 'keep') return 'kept whole'
+  const ends = KEEP_WORDS[t.keep || 'both']
+  if (t.mode === 'always') return `cut to ${formatDefault(t.to)} tokens (${ends})`
+  return `over ${formatDefault(t.over)} tokens cut to ${formatDefault(t.to)} (${ends})`
+}
+
+function treatmentWords(t) {
+  const parts = []
+  if (t.arguments) parts.push(`arguments ${truncationWords(t.arguments)}`)
+  if (t.result) parts.push(`result ${truncationWords(t.result)}`)
+  return parts.length > 0 ? parts.join('; ') : 'no change'
+}
+
+// The tool rules of a valid policy in the order they are tried, one line each.
+export function toolRuleLines(policy) {
+  const tools = policy && policy.tools
+  if (!tools) return []
+  const lines = (tools.rules || []).map((rule, i) => `${i + 1}. ${rule.function}: ${treatmentWords(rule)}`)
+  if (tools.default) lines.push(`otherwise: ${treatmentWords(tools.default)}`)
+  if (tools.errors) lines.push(`error results: ${truncationWords(tools.errors)}`)
+  return lines
+}
+
 function policyText(policy) {
   return policy === undefined || policy === null ? '' : JSON.stringify(policy, null, 2)
 }
@@ -479,6 +505,13 @@ export function ContextManagerConfigForm(props) {
         onChange: (event) => editRetention(event.target.value),
       }),
       h('div', { id: `${retentionId}-problem`, className: 'ctx-cfg-problem', role: 'status' }, draft ? draft.problem : ''),
+      h(
+        'ol',
+        { className: 'ctx-cfg-rules', 'aria-label': 'Tool rules in the order they are tried' },
+        ...(retentionProblem(value.retention ?? null) ? [] : toolRuleLines(value.retention)).map((line) =>
+          h('li', { key: line }, line),
+        ),
+      ),
       h(
         'dl',
         { className: 'ctx-cfg-help' },
