@@ -35,7 +35,8 @@ DEFAULTS_1_1_6 = {
     "tail_turns": 2,
 }
 EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "user_less_compaction": True,
-                      "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none"}
+                      "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none",
+                      "retention": None}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]

@@ -37,6 +37,7 @@ EXPECTED = """{
     "protected_user_turns": 2,
     "reserved_pct": 10,
     "reserved_tokens_cap": 20000,
+    "retention": null,
     "summarizer_fallback": "none",
     "summarizer_timeout_ms": 320000,
     "summary_check": "off",

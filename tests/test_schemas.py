@@ -31,11 +31,14 @@ ADDED_DROPPED_RANGES = "/response_schema/definitions/Applied/properties/dropped_
 ADDED_ANCHOR_TOKENS = "/response_schema/definitions/Applied/properties/anchor_tokens"
 ADDED_RETAINED_ITEMS = "/response_schema/definitions/Applied/properties/retained_items"
 ADDED_SUMMARY_KIND = "/response_schema/definitions/Applied/properties/summary_kind"
+ADDED_WARNINGS = "/response_schema/definitions/Applied/properties/warnings"
+ADDED_WARNING_DEFINITION = "/response_schema/definitions/RetentionWarning"
 ADDED_ANCHOR_OPTION = "/request_schema/definitions/AssembleOptions/properties/anchor_messages"
 ADDED_COMPACT_RETAINED = "/response_schema/oneOf/0/properties/retained_items"
 ADDED_COMPACT_KIND = "/response_schema/oneOf/0/properties/summary_kind"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
-                      ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_ANCHOR_OPTION]
+                      ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_WARNING_DEFINITION,
+                      ADDED_ANCHOR_OPTION]
 COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 
@@ -180,6 +183,9 @@ def test_added_properties_shape():
         "description": "", "format": "uint64", "minimum": 0, "type": ["integer", "null"],
     }
     assert get_pointer(assemble, ADDED_SUMMARY_KIND)["enum"] == ["llm", "extractive", None]
+    assert get_pointer(assemble, ADDED_WARNINGS)["items"] == {"$ref": "#/definitions/RetentionWarning"}
+    codes = [variant["properties"]["code"]["enum"] for variant in get_pointer(assemble, ADDED_WARNING_DEFINITION)["oneOf"]]
+    assert codes == [["truncated"], ["text_truncated"], ["reasoning_dropped"], ["media_dropped"], ["history_dropped"]]
     assert get_pointer(assemble, ADDED_ANCHOR_OPTION) | {"description": ""} == {
         "default": None, "description": "", "format": "uint", "minimum": 0, "type": ["integer", "null"],
     }

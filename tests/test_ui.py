@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from context_manager import CallError, call
+from context_manager.config.parse import ConfigError, parse_config_value
+from context_manager.config.schema import retention_definitions
 from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.ui.content import (
     ASSETS,
@@ -34,7 +36,7 @@ KEYS_1_1_6 = [
     "lease_ttl_secs", "summarizer_timeout_ms", "lease_dir",
 ]
 EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
-                  "anchor_messages", "summary_check", "summarizer_fallback"]
+                  "anchor_messages", "summary_check", "summarizer_fallback", "retention"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -187,6 +189,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir"]),
         ("Overflow and counting", ["overflow_fallback", "estimator", "user_less_compaction"]),
         ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback"]),
+        ("Retention policy", ["retention"]),
     ]
     controls = result["controls"]
     numbers = {k: c for k, c in controls.items() if c["type"] == "Input" and c["inputType"] == "number"}
@@ -296,3 +299,152 @@ def test_form_errors(tmp_path, node_available):
     ]
     invalid = sorted(k for k, c in result["controls"].items() if c["invalid"])
     assert invalid == ["tail_turns"]
+
+
+# --- the retention policy editor -----------------------------------------------------------
+
+CODING_POLICY = {
+    "verbatim_turns": 1,
+    "tools": {"rules": [{"function": "fs::read_file", "result": {"mode": "over", "over": 2000, "to": 500, "keep": "both"}}],
+              "errors": {"mode": "keep"}},
+    "reasoning": {"keep_turns": 1},
+    "media": {"rules": [{"mime": "image/*", "keep_turns": 1}]},
+}
+
+
+def _schema_help() -> list[str]:
+    """The help list the editor shows: each path, then the schema's description of it."""
+    definitions = retention_definitions()
+    policy = definitions["RetentionPolicy"]["properties"]
+    tools = policy["tools"]["properties"]
+    rule = tools["rules"]["items"]["properties"]
+    media_rule = policy["media"]["properties"]["rules"]["items"]["properties"]
+    truncation = definitions["Truncation"]
+    pairs = [
+        ("verbatim_turns", policy["verbatim_turns"]), ("tools", policy["tools"]), ("tools.default", tools["default"]),
+        ("tools.rules", tools["rules"]), ("tools.rules[].function", rule["function"]), ("tools.errors", tools["errors"]),
+        ("tools.mark_truncations", tools["mark_truncations"]), ("text", policy["text"]),
+        ("reasoning", policy["reasoning"]), ("media", policy["media"]), ("media.rules[].mime", media_rule["mime"]),
+        ("Truncation", truncation), ("Truncation.keep", truncation["oneOf"][1]["properties"]["keep"]),
+    ]
+    return [text for path, fragment in pairs for text in (path, fragment["description"])]
+
+
+def test_retention_editor_renders_empty_with_the_schema_help(tmp_path, node_available):
+    if not node_available:
+        assert "retentionProblem" in PAGE
+        return
+    editor = render([{"value": {}}], tmp_path)["results"][0]["controls"]["retention"]
+    assert editor["type"] == "textarea"
+    assert (editor["value"], editor["problem"], editor["invalid"], editor["meta"]) == ("", "", False, "Default: none")
+    assert json.loads(editor["placeholder"]) == {
+        "verbatim_turns": 1,
+        "tools": {"rules": [{"function": "read_file", "result": {"mode": "over", "over": 2000, "to": 500, "keep": "both"}}],
+                  "errors": {"mode": "keep"}},
+        "reasoning": {"keep_turns": 1},
+    }
+    parse_config_value({"retention": json.loads(editor["placeholder"])})
+    assert editor["help"] == _schema_help()
+
+
+def test_retention_editor_shows_the_stored_policy(tmp_path, node_available):
+    if not node_available:
+        return
+    editor = render([{"value": {"retention": CODING_POLICY}}], tmp_path)["results"][0]["controls"]["retention"]
+    assert editor["value"] == json.dumps(CODING_POLICY, indent=2)
+    host_error = render([{"value": {"retention": 5}, "errors": [["/retention", "5 is not valid"]]}], tmp_path)
+    assert host_error["results"][0]["controls"]["retention"]["invalid"] is True
+
+
+def test_retention_editor_proposes_exactly_the_json_the_worker_accepts(tmp_path, node_available):
+    if not node_available:
+        return
+    raw = json.dumps(CODING_POLICY, indent=4)
+    scenarios = [
+        {"value": {"tail_turns": 3}, "edit": {"key": "retention", "raw": raw}},
+        {"value": {"tail_turns": 3, "retention": CODING_POLICY}, "edit": {"key": "retention", "raw": "  \n"}},
+        {"value": {}, "edits": [{"key": "retention", "raw": "{\"reasoning\": {"},
+                                {"key": "retention", "raw": "{\"reasoning\": {\"keep_turns\": 2}}"}]},
+        {"value": {}, "edit": {"key": "retention", "raw": "null"}},
+    ]
+    results = render(scenarios, tmp_path)["results"]
+    assert [r["proposals"] for r in results] == [
+        [{"tail_turns": 3, "retention": CODING_POLICY}],
+        [{"tail_turns": 3}],
+        [{"retention": {"reasoning": {"keep_turns": 2}}}],
+        [{"retention": None}],
+    ]
+    assert parse_config_value(results[0]["proposals"][0]).retention == parse_config_value({"retention": CODING_POLICY}).retention
+    assert parse_config_value(results[3]["proposals"][0]).retention is None
+    editor = results[2]["controls"]["retention"]
+    assert (editor["problem"], editor["invalid"]) == ("", False)
+
+
+def test_retention_editor_keeps_what_is_typed_and_names_the_fault(tmp_path, node_available):
+    if not node_available:
+        return
+    result = render([{"value": {}, "edit": {"key": "retention", "raw": "{\"tools\": "}}], tmp_path)["results"][0]
+    editor = result["controls"]["retention"]
+    assert result["proposals"] == []
+    assert editor["value"] == "{\"tools\": "
+    assert editor["problem"].startswith("retention: not JSON (")
+    assert editor["invalid"] is True
+
+
+BAD_POLICIES = [
+    5, [], {"tool": {}}, {"verbatim_turns": -1}, {"verbatim_turns": 1.5}, {"verbatim_turns": True},
+    {"verbatim_turns": "2"}, {"tools": {"rules": {}}}, {"tools": {"rules": [{"result": {"mode": "keep"}}]}},
+    {"tools": {"rules": [{"function": "fs::*"}, {"function": "a[b"}]}}, {"tools": {"rules": [{"function": "a]"}]}},
+    {"tools": {"rules": [{"function": ""}]}}, {"tools": {"rules": [{"function": 3}]}},
+    {"tools": {"rules": [{"function": "f", "result": {"mode": "over", "over": 500, "to": 600}}]}},
+    {"tools": {"rules": [{"function": "f", "result": {"mode": "over", "to": 6}}]}},
+    {"tools": {"rules": [{"function": "f", "arguments": {"mode": "always"}}]}},
+    {"tools": {"rules": [{"function": "f", "arguments": {"mode": "cut", "to": 1}}]}},
+    {"tools": {"rules": [{"function": "f", "arguments": {"mode": "toString", "to": 1}}]}},
+    {"tools": {"rules": [{"function": "f", "arguments": {"to": 1}}]}},
+    {"tools": {"rules": [{"function": "f", "arguments": {"mode": "keep", "to": 1}}]}},
+    {"tools": {"rules": [{"function": "f", "arguments": {"mode": "always", "to": 1, "keep": "middle"}}]}},
+    {"tools": {"rules": [{"function": "f", "arguments": {"mode": "always", "to": 1, "keep": None}}]}},
+    {"tools": {"default": {"results": {"mode": "keep"}}}}, {"tools": {"errors": "keep"}},
+    {"tools": {"mark_truncations": "yes"}}, {"text": {"prompts": {}}}, {"reasoning": {}},
+    {"reasoning": {"keep_turns": -1}}, {"media": {"rules": [{"mime": "png", "keep_turns": 1}]}},
+    {"media": {"rules": [{"mime": "image/[png", "keep_turns": 1}]}}, {"media": {"rules": [{"mime": "image/png"}]}},
+    {"media": {"default_keep_turns": None}}, {"media": {"rules": [{"mime": 7, "keep_turns": 1}]}},
+]
+
+
+def test_retention_editor_names_the_same_fault_as_the_worker(tmp_path, node_available):
+    if not node_available:
+        return
+    scenarios = [{"value": {}, "edit": {"key": "retention", "raw": json.dumps(bad)}} for bad in BAD_POLICIES]
+    results = render(scenarios, tmp_path)["results"]
+    expected = []
+    for bad in BAD_POLICIES:
+        with pytest.raises(ConfigError) as caught:
+            parse_config_value({"retention": bad})
+        expected.append(caught.value.detail)
+    assert [r["controls"]["retention"]["problem"] for r in results] == expected
+    assert all(r["proposals"] == [] for r in results)
+
+
+def test_retention_editor_lists_the_tool_rules_in_the_order_they_are_tried(tmp_path, node_available):
+    if not node_available:
+        assert "toolRuleLines" in PAGE
+        return
+    policy = {"tools": {"rules": [{"function": "fs::read_file", "result": {"mode": "over", "over": 2000, "to": 500}},
+                                  {"function": "fs::write_file", "arguments": {"mode": "always", "to": 200, "keep": "head"},
+                                   "result": {"mode": "keep"}},
+                                  {"function": "web::*"}],
+                        "default": {"result": {"mode": "always", "to": 1000, "keep": "tail"}},
+                        "errors": {"mode": "keep"}}}
+    scenarios = [{"value": {"retention": policy}}, {"value": {}}, {"value": {"retention": {"tools": {"rules": 5}}}}]
+    results = render(scenarios, tmp_path)["results"]
+    assert [r["controls"]["retention"]["rules"] for r in results] == [
+        ["1. fs::read_file: result over 2,000 tokens cut to 500 (head and tail)",
+         "2. fs::write_file: arguments cut to 200 tokens (head); result kept whole",
+         "3. web::*: no change",
+         "otherwise: result cut to 1,000 tokens (tail)",
+         "error results: kept whole"],
+        [],
+        [],
+    ]

@@ -215,6 +215,35 @@ def test_configuration_change_applies_without_restart(engine: TestEngine, worker
     assert worker.proc.poll() is None
 
 
+def _reasoning_history() -> list[dict[str, Any]]:
+    thinking = {"role": "assistant", "content": [{"type": "thinking", "text": "t" * 400}, {"type": "text", "text": "a"}],
+                "stop_reason": "end", "model": "m", "provider": "p", "timestamp": 2}
+    return [user("q", 1), thinking, user("q2", 3), reply("b", 4)]
+
+
+def test_a_retention_policy_hot_reloads_and_a_bad_one_keeps_the_last_good(
+    engine: TestEngine, worker: WorkerProcess
+) -> None:
+    payload = {"messages": _reasoning_history(), "model": {"id": "m1", "limits": {"context_window": 100000, "max_output_tokens": 100}}}
+    assert "warnings" not in engine.call("context::assemble", payload)["applied"]
+    engine.set_configuration("context-manager", {"retention": {"reasoning": {"keep_turns": 1}}})
+    dropped = [{"code": "reasoning_dropped", "count": 1, "tokens_freed": 107}]
+    eventually(lambda: engine.call("context::assemble", payload)["applied"].get("warnings") == dropped)
+    # A changed policy applies in turn: the thinking message is 2 turns old, 3 are kept now.
+    engine.set_configuration("context-manager", {"retention": {"reasoning": {"keep_turns": 3}}})
+    eventually(lambda: "warnings" not in engine.call("context::assemble", payload)["applied"])
+    engine.set_configuration("context-manager", {"retention": {"reasoning": {"keep_turns": 1}}})
+    eventually(lambda: engine.call("context::assemble", payload)["applied"].get("warnings") == dropped)
+    # to above over, stored behind the schema's back: rejected, the last good policy stays.
+    bad = {"retention": {"reasoning": {"keep_turns": 5},
+                         "tools": {"default": {"result": {"mode": "over", "over": 10, "to": 20}}}}}
+    engine.set_configuration("context-manager", bad, validate=False)
+    assert engine.call("context::on-config-change", {"id": "context-manager"}) == {"ok": True}
+    assert engine.call("context::assemble", payload)["applied"]["warnings"] == dropped
+    assert "retention.tools.default.result.to: 20 is greater than over (10)" in worker.stderr
+    assert worker.proc.poll() is None
+
+
 def test_boot_uses_the_seed_only_for_a_first_registration(
     engine: TestEngine, start_worker: Callable[..., WorkerProcess], tmp_path: Path
 ) -> None:

@@ -12,7 +12,17 @@ writeFileSync(join(workDir, 'node_modules', 'react', 'index.js'), `
 const createElement = (type, props, ...children) => ({ type, props: props || {}, children: children.flat() })
 export const useRef = () => ({ current: null })
 export const useEffect = () => {}
-export default { createElement }
+// State hooks by call order, kept across renders of one scenario: rewind() before each render.
+let slots = []
+let cursor = 0
+export const resetHooks = () => { slots = []; cursor = 0 }
+export const rewind = () => { cursor = 0 }
+export const useState = (initial) => {
+  const i = cursor++
+  if (!(i in slots)) slots[i] = initial
+  return [slots[i], (next) => { slots[i] = typeof next === 'function' ? next(slots[i]) : next }]
+}
+export default { createElement, useRef, useEffect, useState }
 `)
 writeFileSync(join(workDir, 'node_modules', '@iii-dev', 'console-ui', 'package.json'), '{"name":"@iii-dev/console-ui","type":"module","main":"index.js"}')
 writeFileSync(join(workDir, 'node_modules', '@iii-dev', 'console-ui', 'index.js'), `
@@ -24,6 +34,7 @@ export const Switch = 'Switch'
 `)
 writeFileSync(join(workDir, 'page.mjs'), readFileSync(pagePath, 'utf8'))
 const mod = await import(pathToFileURL(join(workDir, 'page.mjs')).href)
+const hooks = await import(pathToFileURL(join(workDir, 'node_modules', 'react', 'index.js')).href)
 
 const registered = []
 mod.default({ configForms: { register: (family, form) => registered.push([family, form]) } })
@@ -35,8 +46,14 @@ function walk(node, visit) {
   for (const child of node.children) walk(child, visit)
 }
 
-function render(props) {
-  const proposals = []
+function find(node, test) {
+  let found = null
+  walk(node, (n) => { if (!found && test(n)) found = n })
+  return found
+}
+
+function render(props, proposals = []) {
+  hooks.rewind()
   const tree = registered[0][1]({ id: 'context-manager', schema: {}, onChange: (v) => proposals.push(v), ...props })
   const sections = []
   const rows = {}
@@ -50,7 +67,7 @@ function render(props) {
   const controls = {}
   for (const [key, r] of Object.entries(rows)) {
     const c = r.props.control
-    controls[key] = { type: c.type, props: c.props, meta: r.props.meta.children.join('') }
+    controls[key] = { type: c.type, props: c.props, meta: r.props.meta.children.join(''), tree: c }
   }
   let alert = null
   walk(tree, (n) => {
@@ -63,16 +80,33 @@ const scenarios = JSON.parse(readFileSync(0, 'utf8'))
 const out = { families: registered.map((r) => r[0]), results: [] }
 for (const s of scenarios) {
   const errors = s.errors ? new Map(s.errors) : undefined
-  const r = render({ value: s.value, errors })
-  if (s.edit) {
-    const c = r.controls[s.edit.key]
-    if (c.type === 'Switch') c.props.onChange({ currentTarget: { checked: s.edit.checked } })
-    else c.props.onChange(s.edit.raw)
+  // Each edit acts on a fresh render (so state set by an earlier edit shows); the report is of
+  // the render after the last edit.
+  hooks.resetHooks()
+  const proposals = []
+  let r = render({ value: s.value, errors }, proposals)
+  for (const edit of s.edits || (s.edit ? [s.edit] : [])) {
+    const c = r.controls[edit.key]
+    if (c.type === 'Switch') c.props.onChange({ currentTarget: { checked: edit.checked } })
+    else if (c.type === 'div') find(c.tree, (n) => n.type === 'textarea').props.onChange({ target: { value: edit.raw } })
+    else c.props.onChange(edit.raw)
+    r = render({ value: s.value, errors }, proposals)
   }
+  r.proposals = proposals
   const controls = {}
   for (const [k, c] of Object.entries(r.controls)) {
     controls[k] = { type: c.type, value: c.props.value, checked: c.props.checked, placeholder: c.props.placeholder,
       min: c.props.min, step: c.props.step, invalid: c.props['aria-invalid'] === true, meta: c.meta, inputType: c.props.type }
+    if (c.type === 'div') {
+      // The retention editor: its textarea, the problem line and the help list.
+      const area = find(c.tree, (n) => n.type === 'textarea')
+      const problem = find(c.tree, (n) => n.props.role === 'status')
+      const help = find(c.tree, (n) => n.type === 'dl')
+      const rules = find(c.tree, (n) => n.type === 'ol')
+      controls[k] = { type: 'textarea', value: area.props.value, placeholder: area.props.placeholder,
+        invalid: area.props['aria-invalid'] === true, meta: c.meta, problem: problem.children.join(''),
+        help: help.children.map((n) => n.children.join('')), rules: rules.children.map((n) => n.children.join('')) }
+    }
   }
   out.results.push({ sections: r.sections, controls, proposals: r.proposals, alert: r.alert })
 }

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, get_args
 
 from context_manager.wire import decode as t
 from context_manager.wire.errors import DecodeError
+from context_manager.config.retention import parse_retention
 from context_manager.core.settings import (
     DEFAULT_CONFIG,
     EstimatorName,
@@ -64,6 +65,7 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "anchor_messages": _usize,
     "summary_check": t.enum_of(SUMMARY_CHECKS),
     "summarizer_fallback": t.enum_of(SUMMARIZER_FALLBACKS),
+    "retention": parse_retention,
 }
 
 STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
@@ -108,7 +110,8 @@ def parse_config_value(value: Any, prefix: str = "json parse") -> WorkerConfig:
 
 def config_to_json(config: WorkerConfig) -> dict[str, Any]:
     """Every key of the record with its value, keys sorted (the seed's full object, the example)."""
-    return {f.name: getattr(config, f.name) for f in sorted(fields(config), key=lambda f: f.name)}
+    as_json = config.to_dict()
+    return {f.name: as_json[f.name] for f in sorted(fields(config), key=lambda f: f.name)}
 
 
 def defaults_object() -> dict[str, Any]:

@@ -10,6 +10,8 @@ a from-scratch count of what would be returned):
 3. media normalization of the view;
 4. render the system prompt (base + optional previous-summary section), count everything:
    ``initial_token_count``;
+4a. with a ``retention`` policy only, the retention pass (``core.passes.retention``), whose
+   warnings are reported as ``applied.warnings``;
 5. per-result cap (unless the effective ``max_result_tokens`` is 0);
 6. normal prune (unless ``allow_prune`` is false);
 7. compaction, when over budget and ``allow_compaction`` is not false (see ``compaction_step``);
@@ -45,6 +47,7 @@ from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.compaction.prompts import render_system_prompt
 from context_manager.core.passes.prune import PruneParams, prune
+from context_manager.core.passes.retention import apply_retention
 from context_manager.core.resolution import resolve_model
 from context_manager.core.reuse import CallReuse
 from context_manager.wire.messages import Message, resolve_inline_function_ids
@@ -161,6 +164,11 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     }
     if anchor_requested:
         applied["anchor_tokens"] = sum(state.anchor_sizes)
+    warnings: list[dict[str, Any]] = []
+    if config.retention is not None:
+        retained = apply_retention(state.view, state.sizes, config.retention, estimator, request.model.provider)
+        state.view, state.sizes = retained.messages, retained.sizes
+        warnings.extend(retained.warnings)
     _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
         _prune_pass(state, options, config, estimator, applied, reuse)
@@ -173,7 +181,12 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     if state.total() > usable:
         _emergency_pass(state, state.total() - usable, estimator, applied)
     if state.total() > usable and config.overflow_fallback == "drop_oldest":
-        _drop_oldest_pass(state, state.total() - usable, applied, deps.log)
+        dropped_ranges = _drop_oldest_pass(state, state.total() - usable, applied, deps.log)
+        if config.retention is not None:
+            warnings.extend({"code": "history_dropped", "dropped": count, "start": start, "end": end}
+                            for count, start, end in dropped_ranges)
+    if warnings:
+        applied["warnings"] = warnings
 
     token_count = state.total()
     if token_count > usable:
@@ -311,10 +324,12 @@ def _emergency_pass(
 
 def _drop_oldest_pass(
     state: _Context, excess: int, applied: dict[str, Any], log: logging.Logger
-) -> None:
+) -> list[tuple[int, int, int]]:
+    """Drop the oldest units; returns (model-facing messages dropped, start, end) per range."""
     dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess)
     if not dropped.dropped_messages:
-        return
+        return []
+    before = state.view_to_orig
     state.view, state.sizes = dropped.messages, dropped.sizes
     state.view_to_orig = dropped.view_to_orig
     state._function_ids = None
@@ -325,6 +340,8 @@ def _drop_oldest_pass(
         dropped.dropped_messages,
         dropped.dropped_ranges,
     )
+    return [(sum(1 for orig in before if start <= orig < end), start, end)
+            for start, end in dropped.dropped_ranges]
 
 
 def _breakdown(

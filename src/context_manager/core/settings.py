@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Literal
+
+from context_manager.core.retention_policy import RetentionPolicy
 
 # The accepted values of the enumerated keys; config parsing and the schema list them from here.
 OverflowFallback = Literal["error", "drop_oldest"]
@@ -36,9 +38,13 @@ class WorkerConfig:
     anchor_messages: int = 0
     summary_check: SummaryCheck = "off"
     summarizer_fallback: SummarizerFallback = "none"
+    # The retention policy (README "Retention policy"); absent (None) runs no retention pass.
+    retention: RetentionPolicy | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["retention"] = self.retention.to_json() if self.retention is not None else None
+        return out
 
     @classmethod
     def key_names(cls) -> tuple[str, ...]:

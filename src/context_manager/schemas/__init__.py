@@ -33,6 +33,8 @@ DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Applied/properties/anchor_tokens"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/retained_items"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/summary_kind"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/warnings"),
+    ("context::assemble", "/response_schema/definitions/RetentionWarning"),
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/anchor_messages"),
     ("context::compact", "/response_schema/oneOf/0/properties/retained_items"),
     ("context::compact", "/response_schema/oneOf/0/properties/summary_kind"),

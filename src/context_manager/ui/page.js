@@ -1,7 +1,7 @@
 // context-manager console contribution: the configuration form for the `context-manager`
 // form family. The console host owns dirty tracking, validation, save and reset; this module
 // only draws the fields and proposes the full next value through onChange.
-import React, { useEffect, useRef } from 'react'
+import React, { useEffect, useRef, useState } from 'react'
 import { Input, SettingsList, SettingsRow, SettingsSection, Switch } from '@iii-dev/console-ui'
 
 const h = React.createElement
@@ -139,6 +139,199 @@ const RETENTION_SWITCHES = [
   },
 ]
 
+// The retention policy: a JSON editor checked here as strictly as the worker parses it, so only a
+// policy the worker accepts is proposed. The help texts restate the configuration schema's.
+const RETENTION_HELP = [
+  ['verbatim_turns', 'The most recent N user turns (assistant rounds in a window without user messages) are never truncated.'],
+  ['tools', 'Per-function truncation of call arguments and results.'],
+  ['tools.default', 'The treatment of a function no rule matches.'],
+  ['tools.rules', 'The first rule whose glob matches the function id wins.'],
+  ['tools.rules[].function', 'A glob over function ids, e.g. fs::*.'],
+  ['tools.errors', 'Replaces the result rule for a result with is_error: true.'],
+  ['tools.mark_truncations', 'Put a marker where a payload was cut.'],
+  ['text', 'User text (prompt) and assistant text (message) older than the verbatim window.'],
+  ['reasoning', 'Thinking blocks older than keep_turns user turns are removed.'],
+  ['media', 'Images older than keep_turns user turns become placeholders.'],
+  ['media.rules[].mime', 'A MIME pattern, e.g. image/*.'],
+  ['Truncation', 'keep: never cut; always: cut to `to` tokens; over: above `over` tokens, cut to `to` (to <= over). Tokens of the configured estimator.'],
+  ['Truncation.keep', 'Which ends of a cut payload stay.'],
+]
+
+const RETENTION_EXAMPLE = {
+  verbatim_turns: 1,
+  tools: {
+    rules: [{ function: 'read_file', result: { mode: 'over', over: 2000, to: 500, keep: 'both' } }],
+    errors: { mode: 'keep' },
+  },
+  reasoning: { keep_turns: 1 },
+}
+
+// Values named as the worker's configuration errors name them.
+function describe(v) {
+  if (v === null) return 'null'
+  if (typeof v === 'boolean') return `boolean \`${v}\``
+  if (typeof v === 'number') return Number.isInteger(v) ? `integer \`${v}\`` : `floating point \`${v}\``
+  if (typeof v === 'string') return `string "${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`
+  return Array.isArray(v) ? 'sequence' : 'map'
+}
+
+class PolicyProblem extends Error {}
+
+function fail(path, reason) {
+  throw new PolicyProblem(`${path}: ${reason}`)
+}
+
+function members(v, path, allowed) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(path, `expected an object, got ${describe(v)}`)
+  for (const key of Object.keys(v).sort()) {
+    if (!allowed.includes(key)) fail(path, `unknown member \`${key}\`, expected one of ${allowed.map((k) => `\`${k}\``).join(', ')}`)
+  }
+  return v
+}
+
+function count(v, path) {
+  if (typeof v !== 'number' || !Number.isInteger(v)) fail(path, `expected a non-negative integer, got ${describe(v)}`)
+  if (v < 0 || !Number.isSafeInteger(v)) fail(path, `expected a non-negative integer, got ${v}`)
+}
+
+function list(v, path) {
+  if (!Array.isArray(v)) fail(path, `expected an array, got ${describe(v)}`)
+  return v
+}
+
+function glob(v, path) {
+  if (typeof v !== 'string') fail(path, `expected a glob string, got ${describe(v)}`)
+  if (v === '') fail(path, 'the glob is empty')
+  for (let i = 0; i < v.length; i += 1) {
+    if (v[i] === '[') {
+      const close = v.indexOf(']', i + 2)
+      if (close < 0) fail(path, `malformed glob '${v}': \`[\` at ${i} is never closed`)
+      i = close
+    } else if (v[i] === ']') {
+      fail(path, `malformed glob '${v}': \`]\` at ${i} closes nothing`)
+    }
+  }
+}
+
+function truncation(v, path) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(path, `expected an object, got ${describe(v)}`)
+  if (!('mode' in v)) fail(path, 'missing member `mode`')
+  const modes = { keep: ['mode'], always: ['mode', 'to', 'keep'], over: ['mode', 'over', 'to', 'keep'] }
+  const allowed = typeof v.mode === 'string' && Object.hasOwn(modes, v.mode) ? modes[v.mode] : null
+  if (!allowed) fail(`${path}.mode`, `expected one of \`keep\`, \`always\`, \`over\`, got ${describe(v.mode)}`)
+  members(v, path, allowed)
+  if (v.mode === 'keep') return
+  for (const required of allowed.slice(1, -1)) {
+    if (!(required in v)) fail(path, `missing member \`${required}\` (mode \`${v.mode}\`)`)
+  }
+  count(v.to, `${path}.to`)
+  if (v.mode === 'over') {
+    count(v.over, `${path}.over`)
+    if (v.to > v.over) fail(`${path}.to`, `${v.to} is greater than over (${v.over})`)
+  }
+  if ('keep' in v && !['head', 'tail', 'both'].includes(v.keep)) {
+    fail(`${path}.keep`, `expected one of \`head\`, \`tail\`, \`both\`, got ${describe(v.keep)}`)
+  }
+}
+
+function optional(v, key, path, check) {
+  if (key in v) check(v[key], `${path}.${key}`)
+}
+
+function treatment(v, path, extra = []) {
+  members(v, path, [...extra, 'arguments', 'result'])
+  optional(v, 'arguments', path, truncation)
+  optional(v, 'result', path, truncation)
+}
+
+// The first fault of a policy as `retention.<path>: <reason>`, or null for a policy the worker accepts.
+export function retentionProblem(policy) {
+  try {
+    if (policy === null) return null
+    const root = 'retention'
+    members(policy, root, ['tools', 'verbatim_turns', 'text', 'reasoning', 'media'])
+    optional(policy, 'tools', root, (tools, path) => {
+      members(tools, path, ['default', 'rules', 'errors', 'mark_truncations'])
+      const rules = 'rules' in tools ? list(tools.rules, `${path}.rules`) : []
+      optional(tools, 'default', path, (d, p) => treatment(d, p))
+      rules.forEach((rule, i) => {
+        const at = `${path}.rules[${i}]`
+        members(rule, at, ['function', 'arguments', 'result'])
+        if (!('function' in rule)) fail(at, 'missing member `function`')
+        glob(rule.function, `${at}.function`)
+        treatment(rule, at, ['function'])
+      })
+      optional(tools, 'errors', path, (e, p) => (e === null ? null : truncation(e, p)))
+      optional(tools, 'mark_truncations', path, (m, p) => {
+        if (typeof m !== 'boolean') fail(p, `expected a boolean, got ${describe(m)}`)
+      })
+    })
+    optional(policy, 'verbatim_turns', root, count)
+    optional(policy, 'text', root, (text, path) => {
+      members(text, path, ['prompt', 'message'])
+      optional(text, 'prompt', path, truncation)
+      optional(text, 'message', path, truncation)
+    })
+    optional(policy, 'reasoning', root, (r, path) => {
+      members(r, path, ['keep_turns'])
+      if (!('keep_turns' in r)) fail(path, 'missing member `keep_turns`')
+      count(r.keep_turns, `${path}.keep_turns`)
+    })
+    optional(policy, 'media', root, (media, path) => {
+      members(media, path, ['default_keep_turns', 'rules'])
+      const rules = 'rules' in media ? list(media.rules, `${path}.rules`) : []
+      optional(media, 'default_keep_turns', path, count)
+      rules.forEach((rule, i) => {
+        const at = `${path}.rules[${i}]`
+        members(rule, at, ['mime', 'keep_turns'])
+        for (const required of ['mime', 'keep_turns']) {
+          if (!(required in rule)) fail(at, `missing member \`${required}\``)
+        }
+        if (typeof rule.mime !== 'string') fail(`${at}.mime`, `expected a MIME pattern string, got ${describe(rule.mime)}`)
+        if (!/^[A-Za-z0-9!#$&^_.+\-*?[\]]+\/[A-Za-z0-9!#$&^_.+\-*?[\]]+$/.test(rule.mime)) {
+          fail(`${at}.mime`, `malformed MIME pattern '${rule.mime}': expected type/subtype, e.g. "image/*"`)
+        }
+        glob(rule.mime, `${at}.mime`)
+        count(rule.keep_turns, `${at}.keep_turns`)
+      })
+    })
+    return null
+  } catch (error) {
+    if (error instanceof PolicyProblem) return error.message
+    throw error
+  }
+}
+
+const KEEP_WORDS = { head: 'head', tail: 'tail', both: 'head and tail' }
+
+function truncationWords(t) {
+  if (t.mode === 'keep') return 'kept whole'
+  const ends = KEEP_WORDS[t.keep || 'both']
+  if (t.mode === 'always') return `cut to ${formatDefault(t.to)} tokens (${ends})`
+  return `over ${formatDefault(t.over)} tokens cut to ${formatDefault(t.to)} (${ends})`
+}
+
+function treatmentWords(t) {
+  const parts = []
+  if (t.arguments) parts.push(`arguments ${truncationWords(t.arguments)}`)
+  if (t.result) parts.push(`result ${truncationWords(t.result)}`)
+  return parts.length > 0 ? parts.join('; ') : 'no change'
+}
+
+// The tool rules of a valid policy in the order they are tried, one line each.
+export function toolRuleLines(policy) {
+  const tools = policy && policy.tools
+  if (!tools) return []
+  const lines = (tools.rules || []).map((rule, i) => `${i + 1}. ${rule.function}: ${treatmentWords(rule)}`)
+  if (tools.default) lines.push(`otherwise: ${treatmentWords(tools.default)}`)
+  if (tools.errors) lines.push(`error results: ${truncationWords(tools.errors)}`)
+  return lines
+}
+
+function policyText(policy) {
+  return policy === undefined || policy === null ? '' : JSON.stringify(policy, null, 2)
+}
+
 function objectOrEmpty(value) {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...value } : {}
 }
@@ -179,6 +372,8 @@ export function ContextManagerConfigForm(props) {
   const errors = errorEntries(props.errors)
   const failing = new Set(errors.map(([pointer]) => pointer))
   const rootRef = useRef(null)
+  // The text being typed while it is not a policy the worker accepts: { text, problem }, else null.
+  const [draft, setDraft] = useState(null)
 
   const errorIdFor = (key) => (failing.has(`/${key}`) ? errorElementId(`/${key}`) : undefined)
 
@@ -261,6 +456,70 @@ export function ContextManagerConfigForm(props) {
       id,
     )
   }
+
+  const editRetention = (raw) => {
+    const next = { ...value }
+    if (raw.trim() === '') {
+      setDraft(null)
+      delete next.retention
+      propose(next)
+      return
+    }
+    let policy
+    try {
+      policy = JSON.parse(raw)
+    } catch (error) {
+      setDraft({ text: raw, problem: `retention: not JSON (${error.message})` })
+      return
+    }
+    const problem = retentionProblem(policy)
+    if (problem) {
+      setDraft({ text: raw, problem })
+      return
+    }
+    setDraft(null)
+    next.retention = policy
+    propose(next)
+  }
+
+  const retentionId = `${ID_PREFIX}-retention`
+  const retentionError = errorIdFor('retention')
+  const retentionRow = row(
+    'retention',
+    'Retention policy (JSON)',
+    'Per-function truncation of arguments and results, error results, older prose, reasoning and images by age. Empty applies none.',
+    'none',
+    h(
+      'div',
+      { className: 'ctx-cfg-policy' },
+      h('textarea', {
+        id: retentionId,
+        className: 'ctx-cfg-control ctx-cfg-json',
+        rows: 12,
+        spellCheck: false,
+        value: draft ? draft.text : policyText(value.retention),
+        placeholder: JSON.stringify(RETENTION_EXAMPLE, null, 2),
+        'aria-label': 'Retention policy (JSON)',
+        'aria-invalid': draft || retentionError ? true : undefined,
+        'aria-describedby': joinIds(`${retentionId}-help`, `${retentionId}-default`, `${retentionId}-problem`, retentionError),
+        onChange: (event) => editRetention(event.target.value),
+      }),
+      h('div', { id: `${retentionId}-problem`, className: 'ctx-cfg-problem', role: 'status' }, draft ? draft.problem : ''),
+      h(
+        'ol',
+        { className: 'ctx-cfg-rules', 'aria-label': 'Tool rules in the order they are tried' },
+        ...(retentionProblem(value.retention ?? null) ? [] : toolRuleLines(value.retention)).map((line) =>
+          h('li', { key: line }, line),
+        ),
+      ),
+      h(
+        'dl',
+        { className: 'ctx-cfg-help' },
+        ...RETENTION_HELP.flatMap(([path, text]) => [h('dt', { key: `${path}-t` }, path), h('dd', { key: `${path}-d` }, text)]),
+      ),
+    ),
+    retentionId,
+  )
 
   const leaseDirId = `${ID_PREFIX}-lease_dir`
   const leaseDirError = errorIdFor('lease_dir')
@@ -363,6 +622,14 @@ export function ContextManagerConfigForm(props) {
           ),
         ),
       ),
+    ),
+    h(
+      SettingsSection,
+      {
+        title: 'Retention policy',
+        description: 'What older history keeps, per function and per kind of content. Empty (the default) changes nothing.',
+      },
+      h(SettingsList, null, retentionRow),
     ),
     errors.length > 0
       ? h(
