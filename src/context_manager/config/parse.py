@@ -43,6 +43,17 @@ _usize = t.usize
 _boolean = t.boolean
 _string = t.string
 
+def _fraction(value: Any) -> float:
+    """A share of ``usable``: a JSON number in (0, 1] (integers 1 accepted, booleans not)."""
+    if type(value) is int and value == 1:
+        return 1.0
+    if type(value) is not float:
+        raise t.invalid_type(value, "a fraction in (0, 1]")
+    if not 0.0 < value <= 1.0:
+        raise DecodeError(f"invalid value: {t.unexpected(value)}, expected a fraction in (0, 1]")
+    return value
+
+
 # Every key, its decoder; the order is the record's declaration order.
 KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "reserved_tokens_cap": _u64,
@@ -64,6 +75,9 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "anchor_messages": _usize,
     "summary_check": t.enum_of(SUMMARY_CHECKS),
     "summarizer_fallback": t.enum_of(SUMMARIZER_FALLBACKS),
+    "report_prefix": _boolean,
+    "reduce_to": _fraction,
+    "summary_reuse": _boolean,
 }
 
 STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",

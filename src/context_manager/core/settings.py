@@ -36,6 +36,11 @@ class WorkerConfig:
     anchor_messages: int = 0
     summary_check: SummaryCheck = "off"
     summarizer_fallback: SummarizerFallback = "none"
+    # Cache-aware reduction (README "Cache-aware reduction"); the defaults leave every answer
+    # unchanged. ``reduce_to`` is a fraction of ``usable`` in (0, 1].
+    report_prefix: bool = False
+    reduce_to: float = 1.0
+    summary_reuse: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
