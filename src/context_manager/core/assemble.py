@@ -45,6 +45,7 @@ from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.compaction.prompts import render_system_prompt
 from context_manager.core.passes.prune import PruneParams, prune
+from context_manager.core.prefix import model_facing, prefix_report
 from context_manager.core.resolution import resolve_model
 from context_manager.core.reuse import CallReuse
 from context_manager.wire.messages import Message, resolve_inline_function_ids
@@ -178,6 +179,10 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     token_count = state.total()
     if token_count > usable:
         raise errors.overflow(token_count, usable)
+    if config.report_prefix:
+        baseline_prompt = render_system_prompt(request.system_prompt, options.previous_summary)
+        applied.update(prefix_report(baseline_prompt, model_facing(request.messages),
+                                     state.system_prompt, state.messages()))
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
