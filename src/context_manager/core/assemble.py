@@ -40,6 +40,7 @@ from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
 from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.emergency import emergency_reduce
+from context_manager.core.passes.steps import step_tokens, stepped_amount
 from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
@@ -171,10 +172,11 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         )
         if outcome is not None:
             _apply_compaction(state, outcome, request.system_prompt, estimator, applied)
+    step = step_tokens(usable, config.reduce_to)
     if state.total() > usable:
-        _emergency_pass(state, state.total() - usable, estimator, applied)
+        _emergency_pass(state, stepped_amount(state.total() - usable, step), estimator, applied)
     if state.total() > usable and config.overflow_fallback == "drop_oldest":
-        _drop_oldest_pass(state, state.total() - usable, applied, deps.log)
+        _drop_oldest_pass(state, state.total() - usable, step, applied, deps.log)
 
     token_count = state.total()
     if token_count > usable:
@@ -315,9 +317,9 @@ def _emergency_pass(
 
 
 def _drop_oldest_pass(
-    state: _Context, excess: int, applied: dict[str, Any], log: logging.Logger
+    state: _Context, excess: int, step: int, applied: dict[str, Any], log: logging.Logger
 ) -> None:
-    dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess)
+    dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess, step)
     if not dropped.dropped_messages:
         return
     state.view, state.sizes = dropped.messages, dropped.sizes
