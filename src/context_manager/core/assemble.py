@@ -51,7 +51,8 @@ from context_manager.core.resolution import resolve_model
 from context_manager.core.reuse import CallReuse
 from context_manager.wire.messages import Message, resolve_inline_function_ids
 from context_manager.wire.decode import ModelInput
-from context_manager.ports import Estimator, TokenizerSource
+from context_manager.core.compaction.recall import recall, remember, with_round_trip
+from context_manager.ports import Estimator, SessionStore, TokenizerSource
 from context_manager.wire.ints import saturating_add
 
 
@@ -90,6 +91,7 @@ class AssembleDeps(Protocol):
     clock: Any
     log: logging.Logger
     tokenizers: TokenizerSource | None
+    session_store: SessionStore | None
 
 
 @dataclass(slots=True)
@@ -133,8 +135,29 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     """Run the whole pipeline; returns the response record (keys in record order).
 
     ``reuse`` is what the request was decoded with (``core.intake``): the passes measure and
-    rewrite through the same memo and as-is estimates.
+    rewrite through the same memo and as-is estimates. With ``summary_reuse`` and no
+    ``previous_summary`` from the caller, a request that extends its history's remembered
+    compaction runs as that round trip (``core.compaction.recall``).
     """
+    store = deps.session_store
+    options = request.options
+    if not deps.config.summary_reuse or store is None or options.previous_summary is not None:
+        return await _assemble(request, deps, reuse)
+    anchor_requested = (
+        options.anchor_messages if options.anchor_messages is not None else deps.config.anchor_messages
+    )
+    session = await recall(request.messages, options.lease_key, anchor_requested, store)
+    effective = request if session.reused is None else with_round_trip(request, session)
+    response = await _assemble(effective, deps, reuse)
+    applied = response["applied"]
+    await remember(request.messages, session, applied, store)
+    if session.reused is not None:
+        applied["summary_reused"] = True
+        applied["reused_from_index"] = session.reused.head_len
+    return response
+
+
+async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse) -> dict[str, Any]:
     config = deps.config
     options = request.options
     resolved = await resolve_model(request.model, deps.resolver, config, deps.log)
