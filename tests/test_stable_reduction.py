@@ -90,3 +90,65 @@ def test_assemble_with_reduce_to_leaves_room_after_a_drop():
     # when the cut no longer fits, the next grid point leaves about reduce_to * usable
     stepped_again = call("context::assemble", _session(14, "ok"), config=config)
     assert (stepped_again["applied"]["dropped_ranges"], stepped_again["token_count"]) == ([[1, 17]], 5069)
+
+
+# --- emergency reduction on stable steps ------------------------------------------------------
+
+from context_manager.core.counting.estimate import HEURISTIC  # noqa: E402
+from context_manager.core.passes.emergency import emergency_reduce  # noqa: E402
+
+
+def _results_session(texts: list[str]) -> list:
+    view = [user("task")]
+    for n, text in enumerate(texts):
+        view += call_round(f"c{n}", text)
+    return view
+
+
+def _replaced(view, reduced) -> list[int]:
+    return [i for i, (old, new) in enumerate(zip(view, reduced.messages)) if old is not new]
+
+
+def test_emergency_oldest_first_replaces_in_transcript_order():
+    view = _results_session(["a" * 800, "b" * 4000, "c" * 2000])
+    sizes = [HEURISTIC.message(m) for m in view]
+    assert _replaced(view, emergency_reduce(view, sizes, 100, HEURISTIC)) == [4]  # the largest
+    assert _replaced(view, emergency_reduce(view, sizes, 50, HEURISTIC, oldest_first=True)) == [2]
+
+
+def _emergency_payload(texts: list[str]) -> dict:
+    messages = [{"role": "user", "content": [{"type": "text", "text": "task"}], "timestamp": 1}]
+    for n, text in enumerate(texts):
+        messages.append({"role": "assistant", "content": [{"type": "function_call", "id": f"c{n}",
+                                                           "function_id": "f"}],
+                         "stop_reason": "function_call", "model": "m", "provider": "p", "timestamp": 2})
+        messages.append({"role": "function_result", "function_call_id": f"c{n}", "function_id": "f",
+                         "content": [{"type": "text", "text": text}], "timestamp": 3})
+    # allow_prune false: only emergency reduction can make room
+    return {"model": {"id": "m", "limits": {"context_window": 10000, "max_output_tokens": 1000}},
+            "messages": messages, "options": {"allow_prune": False, "max_result_tokens": 0}}
+
+
+def _replaced_indices(payload: dict, config: dict) -> list[int]:
+    answer = call("context::assemble", payload, config=config)
+    return [i for i, m in enumerate(answer["messages"])
+            if m["role"] == "function_result" and "context_reference" in (m["details"] or {})]
+
+
+def test_emergency_keeps_the_just_enough_choice_when_it_touches_only_the_newest_round():
+    # the newest result alone is the largest and enough: no earlier message changes either way
+    payload = _emergency_payload(["x" * 4000] * 6 + ["y" * 16000])
+    assert _replaced_indices(payload, {}) == [14]
+    assert _replaced_indices(payload, {"reduce_to": 0.6}) == [14]
+
+
+def test_emergency_steps_oldest_first_when_it_must_rewrite_earlier_history():
+    # n results of ~1,000 tokens in 8,000 usable (a step of 3,200): the plain pass replaces one
+    # more earlier result on almost every call; the stepped one a step of results at a time
+    def replaced(rounds: int, config: dict) -> list[int]:
+        return _replaced_indices(_emergency_payload(["x" * 4000] * rounds), config)
+
+    assert [len(replaced(n, {})) for n in range(9, 15)] == [3, 4, 5, 6, 8, 9]
+    stepped = [replaced(n, {"reduce_to": 0.6}) for n in range(9, 15)]
+    assert [len(indices) for indices in stepped] == [4, 4, 8, 8, 8, 12]
+    assert stepped[0] == [2, 4, 6, 8] and stepped[2] == [2, 4, 6, 8, 10, 12, 14, 16]

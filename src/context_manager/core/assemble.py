@@ -197,7 +197,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
             _apply_compaction(state, outcome, request.system_prompt, estimator, applied)
     step = step_tokens(usable, config.reduce_to)
     if state.total() > usable:
-        _emergency_pass(state, stepped_amount(state.total() - usable, step), estimator, applied)
+        _emergency_pass(state, state.total() - usable, step, estimator, applied)
     if state.total() > usable and config.overflow_fallback == "drop_oldest":
         _drop_oldest_pass(state, state.total() - usable, step, applied, deps.log)
 
@@ -330,13 +330,26 @@ def _compaction_request(
 
 
 def _emergency_pass(
-    state: _Context, required: int, estimator: Estimator, applied: dict[str, Any]
+    state: _Context, required: int, step: int, estimator: Estimator, applied: dict[str, Any]
 ) -> None:
     reduced = emergency_reduce(state.view, state.sizes, required, estimator)
+    if step > 0 and _rewrites_earlier_history(state.view, reduced.messages):
+        # Stable steps: the results in transcript order, up to a whole number of steps, so the
+        # next calls replace the same ones until the next step is needed.
+        reduced = emergency_reduce(state.view, state.sizes, stepped_amount(required, step),
+                                   estimator, oldest_first=True)
     state.view, state.sizes = reduced.messages, reduced.sizes
     # Emergency work is reported with prune's: `pruned` is OR-ed and its freed total added.
     applied["pruned"] = applied["pruned"] or reduced.stats.pruned_parts > 0
     applied["pruned_tokens"] += reduced.stats.pruned_tokens
+
+
+def _rewrites_earlier_history(before: list[Message], after: list[Message]) -> bool:
+    """Does ``after`` change a message ahead of the newest assistant message? What follows it
+    (that message's results) is new since the caller's previous call, so no cached prefix
+    held it."""
+    newest = next((i for i in range(len(before) - 1, -1, -1) if before[i]["role"] == "assistant"), 0)
+    return any(old is not new for old, new in zip(before[:newest], after[:newest]))
 
 
 def _drop_oldest_pass(
