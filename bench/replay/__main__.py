@@ -22,7 +22,7 @@ COLUMNS = ("session", "rounds", "budget", "mode", "calls", "input tokens", "cach
            "overflows", "pruned", "capped", "compacted", "dropped", "user probes", "path probes",
            "task kept")
 LEGEND = f"""\
-Budgets: inline limits, context window 32000 / 64000 / 128000 tokens, {MAX_OUTPUT_TOKENS} output tokens.
+Budgets: inline limits, context window 16000 / 32000 / 64000 / 128000 tokens, {MAX_OUTPUT_TOKENS} output tokens.
 Modes: summariser = fake summariser, default configuration; none = no summariser;
 none+drop_oldest = no summariser, overflow_fallback drop_oldest; original = fake summariser,
 user_less_compaction false (the 1.1.6 selection); +anchor = anchor_messages 1; +check =
