@@ -36,7 +36,8 @@ DEFAULTS_1_1_6 = {
 }
 EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "user_less_compaction": True,
                       "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none",
-                      "report_prefix": False, "reduce_to": 1.0, "summary_reuse": False}
+                      "report_prefix": False, "reduce_to": 1.0, "summary_reuse": False,
+                      "summary_placement": "system_prompt", "eager_compaction_at": None}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
@@ -163,6 +164,7 @@ def test_fetched_values_are_not_env_expanded(monkeypatch):
     ("estimator", ("heuristic", "auto")),
     ("summary_check", ("off", "append")),
     ("summarizer_fallback", ("none", "extractive")),
+    ("summary_placement", ("system_prompt", "message")),
 ])
 def test_extension_enum_keys(key, allowed):
     for value in allowed:
@@ -235,6 +237,8 @@ def _without_description(prop: dict) -> dict:
     ("report_prefix", {"default": False, "type": "boolean"}),
     ("reduce_to", {"default": 1.0, "exclusiveMinimum": 0, "maximum": 1, "type": "number"}),
     ("summary_reuse", {"default": False, "type": "boolean"}),
+    ("summary_placement", {"default": "system_prompt", "enum": ["system_prompt", "message"], "type": "string"}),
+    ("eager_compaction_at", {"default": None, "exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]}),
 ])
 def test_schema_properties(key, expected):
     assert _without_description(dict(config_schema()["properties"][key])) == expected
@@ -249,7 +253,8 @@ def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
                 {"anchor_messages": -1}, {"anchor_messages": 1.5}, {"summary_check": "on"},
                 {"summarizer_fallback": "llm"}, {"reduce_to": 0}, {"reduce_to": 0.0},
                 {"reduce_to": 1.5}, {"reduce_to": -0.5}, {"reduce_to": True}, {"reduce_to": "0.5"},
-                {"report_prefix": 1}, {"summary_reuse": "yes"}):
+                {"report_prefix": 1}, {"summary_reuse": "yes"}, {"summary_placement": "user"},
+                {"eager_compaction_at": 0.0}, {"eager_compaction_at": 2}, {"eager_compaction_at": "0.8"}):
         assert not validator.is_valid(bad)
         rejection(bad)
 
@@ -272,3 +277,14 @@ def test_reduce_to_rejects_what_is_not_a_fraction(value, detail):
     with pytest.raises(ConfigError) as caught:
         parse_config_value({"reduce_to": value})
     assert str(caught.value) == f"json parse: {detail}"
+
+
+def test_eager_compaction_at_is_null_or_a_fraction():
+    assert parse_config_value({"eager_compaction_at": None}).eager_compaction_at is None
+    assert parse_config_value({"eager_compaction_at": 0.8}).eager_compaction_at == 0.8
+    assert parse_config_value({"eager_compaction_at": 1}).eager_compaction_at == 1.0
+    for value, detail in ((0.0, "invalid value: floating point `0.0`, expected null or a fraction in (0, 1]"),
+                          (False, "invalid type: boolean `false`, expected null or a fraction in (0, 1]")):
+        with pytest.raises(ConfigError) as caught:
+            parse_config_value({"eager_compaction_at": value})
+        assert str(caught.value) == f"json parse: {detail}"

@@ -26,6 +26,7 @@ EXPECTED = """{
     "allow_fallback_limits": true,
     "anchor_messages": 0,
     "decay_user_turns": 0,
+    "eager_compaction_at": null,
     "estimator": "heuristic",
     "lease_dir": "data/context-manager",
     "lease_ttl_secs": 300,
@@ -42,6 +43,7 @@ EXPECTED = """{
     "summarizer_fallback": "none",
     "summarizer_timeout_ms": 320000,
     "summary_check": "off",
+    "summary_placement": "system_prompt",
     "summary_reuse": false,
     "tail_turns": 2,
     "user_less_compaction": true

@@ -35,7 +35,8 @@ KEYS_1_1_6 = [
 ]
 EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "anchor_messages", "summary_check", "summarizer_fallback",
-                  "report_prefix", "reduce_to", "summary_reuse"]
+                  "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
+                  "eager_compaction_at"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -192,7 +193,8 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir"]),
         ("Overflow and counting", ["overflow_fallback", "estimator", "user_less_compaction"]),
         ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback"]),
-        ("Cache-aware reduction", ["report_prefix", "reduce_to", "summary_reuse"]),
+        ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "summary_reuse",
+                                   "summary_placement"]),
     ]
     controls = result["controls"]
     numbers = {k: c for k, c in controls.items() if c["type"] == "Input" and c["inputType"] == "number"}
@@ -210,6 +212,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         "summarizer_timeout_ms": ("320000", 0, 1, ""),
         "anchor_messages": ("0", 0, 1, ""),
         "reduce_to": ("1", 0, 0.05, ""),
+        "eager_compaction_at": ("off", 0, 0.05, ""),
     }
     assert controls["reserved_tokens_cap"]["meta"] == "Default: 20,000"
     assert controls["summarizer_timeout_ms"]["meta"] == "Default: 320,000"
@@ -219,7 +222,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     switches = {k: c["checked"] for k, c in controls.items() if c["type"] == "Switch"}
     assert switches == {"allow_fallback_limits": True, "overflow_fallback": False, "estimator": False,
                         "user_less_compaction": True, "summary_check": False, "summarizer_fallback": False,
-                        "report_prefix": False, "summary_reuse": False}
+                        "report_prefix": False, "summary_reuse": False, "summary_placement": False}
     assert result["alert"] is None
     assert result["proposals"] == []
 
@@ -256,6 +259,10 @@ def test_form_editing_rules(tmp_path, node_available):
         {"value": {"reduce_to": 0.6}, "edit": {"key": "reduce_to", "raw": ""}},
         {"value": {}, "edit": {"key": "report_prefix", "checked": True}},
         {"value": {}, "edit": {"key": "summary_reuse", "checked": True}},
+        {"value": {}, "edit": {"key": "summary_placement", "checked": True}},
+        {"value": {"summary_placement": "message"}, "edit": {"key": "summary_placement", "checked": False}},
+        {"value": {}, "edit": {"key": "eager_compaction_at", "raw": "0.8"}},
+        {"value": {"eager_compaction_at": 0.8}, "edit": {"key": "eager_compaction_at", "raw": ""}},
     ]
     proposals = [r["proposals"] for r in render(scenarios, tmp_path)["results"]]
     assert proposals == [
@@ -285,6 +292,10 @@ def test_form_editing_rules(tmp_path, node_available):
         [{}],
         [{"report_prefix": True}],
         [{"summary_reuse": True}],
+        [{"summary_placement": "message"}],
+        [{"summary_placement": "system_prompt"}],
+        [{"eager_compaction_at": 0.8}],
+        [{}],
     ]
 
 

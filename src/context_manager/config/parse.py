@@ -19,6 +19,7 @@ from context_manager.core.settings import (
     OverflowFallback,
     SummarizerFallback,
     SummaryCheck,
+    SummaryPlacement,
     WorkerConfig,
 )
 
@@ -27,6 +28,7 @@ OVERFLOW_FALLBACKS: tuple[str, ...] = get_args(OverflowFallback)
 ESTIMATORS: tuple[str, ...] = get_args(EstimatorName)
 SUMMARY_CHECKS: tuple[str, ...] = get_args(SummaryCheck)
 SUMMARIZER_FALLBACKS: tuple[str, ...] = get_args(SummarizerFallback)
+SUMMARY_PLACEMENTS: tuple[str, ...] = get_args(SummaryPlacement)
 
 
 class ConfigError(ValueError):
@@ -54,6 +56,16 @@ def _fraction(value: Any) -> float:
     return value
 
 
+def _fraction_or_null(value: Any) -> float | None:
+    """``null`` (the option is off) or a fraction in (0, 1]."""
+    if value is None:
+        return None
+    try:
+        return _fraction(value)
+    except DecodeError as exc:
+        raise DecodeError(exc.detail.replace("expected a fraction", "expected null or a fraction")) from None
+
+
 # Every key, its decoder; the order is the record's declaration order.
 KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "reserved_tokens_cap": _u64,
@@ -78,10 +90,12 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "report_prefix": _boolean,
     "reduce_to": _fraction,
     "summary_reuse": _boolean,
+    "summary_placement": t.enum_of(SUMMARY_PLACEMENTS),
+    "eager_compaction_at": _fraction_or_null,
 }
 
 STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
-                         "summarizer_fallback"))
+                         "summarizer_fallback", "summary_placement"))
 
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 

@@ -15,6 +15,7 @@ from context_manager.config.parse import (
     OVERFLOW_FALLBACKS,
     SUMMARIZER_FALLBACKS,
     SUMMARY_CHECKS,
+    SUMMARY_PLACEMENTS,
     defaults_object,
 )
 
@@ -129,6 +130,17 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
         {"type": "boolean"},
         "Remember each history's last compaction and reuse its summary and boundary on later "
         "calls that extend the summarised head, as if the caller had sent the round trip.",
+    ),
+    "summary_placement": (
+        {"enum": list(SUMMARY_PLACEMENTS), "type": "string"},
+        "Where context::assemble puts a summary: \"system_prompt\" under a Conversation summary "
+        "section; \"message\" as a leading user message, so the system prompt stays unchanged "
+        "across compactions.",
+    ),
+    "eager_compaction_at": (
+        {"exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]},
+        "Compact once the context exceeds this fraction of the usable budget, even though it "
+        "still fits; null compacts only when over budget.",
     ),
 }
 

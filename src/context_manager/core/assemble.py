@@ -30,6 +30,7 @@ falls through to emergency reduction. With one, assemble reports ``compacted``, 
 from __future__ import annotations
 
 import logging
+from math import floor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,7 +45,7 @@ from context_manager.core.passes.steps import step_tokens, stepped_amount
 from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
-from context_manager.core.compaction.prompts import render_system_prompt
+from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.prefix import model_facing, prefix_report
 from context_manager.core.resolution import resolve_model
@@ -108,6 +109,9 @@ class _Context:
     # The pinned anchor ahead of ``view``: never changed, always returned first.
     anchor: list[Message] = field(default_factory=list)
     anchor_sizes: list[int] = field(default_factory=list)
+    # ``summary_placement: message``: the summary as a message between the anchor and ``view``.
+    summary_message: Message | None = None
+    summary_size: int = 0
     # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
     # positions of inline results, so one resolution serves both passes.
     _function_ids: dict[tuple[int, int], str] | None = None
@@ -124,11 +128,25 @@ class _Context:
         return saturating_add(sum(self.sizes), self.fixed_tokens())
 
     def fixed_tokens(self) -> int:
-        """What no pass reduces: the anchor, the system prompt, the tools and the overhead."""
-        return saturating_add(sum(self.anchor_sizes), self.prompt_tokens, self.tools_tokens, self.overhead_tokens)
+        """What no pass reduces: the anchor, the summary message, the system prompt, the tools
+        and the overhead."""
+        return saturating_add(sum(self.anchor_sizes), self.summary_size, self.prompt_tokens,
+                              self.tools_tokens, self.overhead_tokens)
+
+    def lead(self) -> list[Message]:
+        """What precedes ``view`` in the answer: the anchor, then the summary message."""
+        if self.summary_message is None:
+            return self.anchor
+        return [*self.anchor, self.summary_message]
+
+    def lead_sizes(self) -> list[int]:
+        if self.summary_message is None:
+            return self.anchor_sizes
+        return [*self.anchor_sizes, self.summary_size]
 
     def messages(self) -> list[Message]:
-        return self.anchor + self.view if self.anchor else self.view
+        lead = self.lead()
+        return lead + self.view if lead else self.view
 
 
 async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse) -> dict[str, Any]:
@@ -172,7 +190,8 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     anchor_requested = (
         options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
     )
-    state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested)
+    state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested,
+                             config.summary_placement)
     if state.anchor and state.fixed_tokens() > usable:
         # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
         raise errors.overflow(state.fixed_tokens(), usable)
@@ -189,12 +208,13 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
         _prune_pass(state, options, config, estimator, applied, reuse)
-    if state.total() > usable and options.allow_compaction is not False:
+    if _compaction_due(state.total(), usable, config) and options.allow_compaction is not False:
         outcome = await compaction_step(
             _compaction_request(state, request, usable, estimator, config), deps
         )
         if outcome is not None:
-            _apply_compaction(state, outcome, request.system_prompt, estimator, applied)
+            _apply_compaction(state, outcome, request.system_prompt, estimator, applied,
+                              config.summary_placement)
     step = step_tokens(usable, config.reduce_to)
     if state.total() > usable:
         _emergency_pass(state, state.total() - usable, step, estimator, applied)
@@ -205,9 +225,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     if token_count > usable:
         raise errors.overflow(token_count, usable)
     if config.report_prefix:
-        baseline_prompt = render_system_prompt(request.system_prompt, options.previous_summary)
-        applied.update(prefix_report(baseline_prompt, model_facing(request.messages),
-                                     state.system_prompt, state.messages()))
+        applied.update(_prefix_report(state, request, config, estimator))
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
@@ -220,9 +238,33 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     }
 
 
+def _compaction_due(total: int, usable: int, config: WorkerConfig) -> bool:
+    """Over budget, or (``eager_compaction_at``) past that share of it though still fitting."""
+    if total > usable:
+        return True
+    eager = config.eager_compaction_at
+    return eager is not None and total > floor(eager * usable)
+
+
+def _prefix_report(state: _Context, request: AssembleRequest, config: WorkerConfig,
+                   estimator: Estimator) -> dict[str, Any]:
+    """The request as it would go out untouched, against what is returned (``core.prefix``)."""
+    previous = request.options.previous_summary
+    facing = model_facing(request.messages)
+    if config.summary_placement == "message":
+        baseline_prompt = render_system_prompt(request.system_prompt, None)
+        if previous is not None:
+            pinned = len(state.anchor)
+            following = facing[pinned] if pinned < len(facing) else None
+            facing = [*facing[:pinned], summary_message(previous, following), *facing[pinned:]]
+    else:
+        baseline_prompt = render_system_prompt(request.system_prompt, previous)
+    return prefix_report(baseline_prompt, facing, state.system_prompt, state.messages())
+
+
 def _initial_context(
     request: AssembleRequest, vision: Capability, estimator: Estimator, reuse: CallReuse,
-    anchor_requested: int,
+    anchor_requested: int, placement: str,
 ) -> _Context:
     """The model-facing view (no custom messages, media normalized), its anchor and size memo."""
     view: list[Message] = []
@@ -236,7 +278,12 @@ def _initial_context(
     if pinned:
         view, view_to_orig = view[pinned:], view_to_orig[pinned:]
     view = normalize_media(view, vision)
-    system_prompt = render_system_prompt(request.system_prompt, request.options.previous_summary)
+    previous = request.options.previous_summary
+    placed: Message | None = None
+    if placement == "message" and previous is not None:
+        placed = summary_message(previous, view[0] if view else None)
+        previous = None
+    system_prompt = render_system_prompt(request.system_prompt, previous)
     return _Context(
         view=view,
         sizes=message_sizes(view, estimator, reuse),
@@ -247,6 +294,8 @@ def _initial_context(
         overhead_tokens=request.options.request_overhead_tokens or 0,
         anchor=anchor,
         anchor_sizes=message_sizes(anchor, estimator, reuse) if anchor else [],
+        summary_message=placed,
+        summary_size=estimator.message(placed) if placed is not None else 0,
     )
 
 
@@ -376,7 +425,7 @@ def _breakdown(
     breakdown: dict[str, Any] = {
         "system_prompt_tokens": state.prompt_tokens,
         "tools_tokens": state.tools_tokens,
-        "by_role": by_role(state.messages(), state.anchor_sizes + state.sizes),
+        "by_role": by_role(state.messages(), state.lead_sizes() + state.sizes),
     }
     if parts is not None:
         breakdown["by_part"] = {name: estimator.text(text) for name, text in sorted(parts.items())}
@@ -390,10 +439,17 @@ def _apply_compaction(
     base_system_prompt: str | None,
     estimator: Estimator,
     applied: dict[str, Any],
+    placement: str,
 ) -> None:
     head_len = outcome.head_len
-    state.system_prompt = render_system_prompt(base_system_prompt, outcome.summary)
-    state.prompt_tokens = estimator.text(state.system_prompt)
+    if placement == "message":
+        # The system prompt stays as the request renders it without a summary.
+        following = state.view[head_len] if head_len < len(state.view) else None
+        state.summary_message = summary_message(outcome.summary, following)
+        state.summary_size = estimator.message(state.summary_message)
+    else:
+        state.system_prompt = render_system_prompt(base_system_prompt, outcome.summary)
+        state.prompt_tokens = estimator.text(state.system_prompt)
     state.view = state.view[head_len:]
     state._function_ids = None
     state.sizes = state.sizes[head_len:]

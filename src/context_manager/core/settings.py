@@ -10,6 +10,7 @@ OverflowFallback = Literal["error", "drop_oldest"]
 EstimatorName = Literal["heuristic", "auto"]
 SummaryCheck = Literal["off", "append"]
 SummarizerFallback = Literal["none", "extractive"]
+SummaryPlacement = Literal["system_prompt", "message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,9 @@ class WorkerConfig:
     report_prefix: bool = False
     reduce_to: float = 1.0
     summary_reuse: bool = False
+    summary_placement: SummaryPlacement = "system_prompt"
+    # A fraction of ``usable`` in (0, 1], or None (compact only when over budget).
+    eager_compaction_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

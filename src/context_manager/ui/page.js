@@ -147,6 +147,13 @@ const CACHE_FRACTIONS = [
     fallback: 1.0,
     help: 'When older history must be rewritten to fit, reduce to this share of the usable budget (0 to 1) in content-defined steps, so later turns keep the prefix. 1 reduces just enough.',
   },
+  {
+    key: 'eager_compaction_at',
+    label: 'Compact early at this share of the budget',
+    fallback: null,
+    fallbackText: 'off',
+    help: 'Compact once the context passes this share of the usable budget (0 to 1), before the window is full. Empty compacts only when over budget.',
+  },
 ]
 
 const CACHE_SWITCHES = [
@@ -165,6 +172,14 @@ const CACHE_SWITCHES = [
     fallbackText: 'off',
     isOn: (v) => v === true,
     valueFor: (on) => on,
+  },
+  {
+    key: 'summary_placement',
+    label: 'Send the summary as a message',
+    help: 'Put the summary in a leading user message instead of the system prompt, so the system prompt stays the same across compactions.',
+    fallbackText: 'off (system prompt)',
+    isOn: (v) => v === 'message',
+    valueFor: (on) => (on ? 'message' : 'system_prompt'),
   },
 ]
 
@@ -291,7 +306,7 @@ export function ContextManagerConfigForm(props) {
       field.key,
       field.label,
       field.help,
-      String(field.fallback),
+      field.fallbackText ?? String(field.fallback),
       h(Input, {
         id,
         className: 'ctx-cfg-control ctx-cfg-number',
@@ -301,7 +316,7 @@ export function ContextManagerConfigForm(props) {
         step: 0.05,
         inputMode: 'decimal',
         value: typeof current === 'number' ? String(current) : '',
-        placeholder: String(field.fallback),
+        placeholder: field.fallbackText ?? String(field.fallback),
         'aria-label': field.label,
         'aria-invalid': errorId ? true : undefined,
         'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
