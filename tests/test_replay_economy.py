@@ -32,12 +32,13 @@ def test_bill_prices():
 
 
 def test_economy_rows_sum_over_sessions():
-    first, second = ReplayStats("a", "32k", "m", calls=3, cache_busts=1), ReplayStats("b", "32k", "m", calls=2)
+    first = ReplayStats("a", "32k", "m", calls=3, cache_busts=1, compacted=2, prompt_changed_at_compaction=2)
+    second = ReplayStats("b", "32k", "m", calls=2, compacted=1)
     first.bill.add_call(2_000_000, 1_000_000)
     second.bill.add_call(1_000_000, 0)
     second.bill.add_summarizer(2, 10_000, 0)
     assert economy_rows([("32k", "m", first), ("32k", "m", second)]) == [
-        ("32k", "m", "5", "3.00 M", "1", "0", "2", "0.01 M", "2.11 M", "2.61 M")]
+        ("32k", "m", "5", "3.00 M", "1", "0", "3", "2", "2", "0.01 M", "2.11 M", "2.61 M")]
 
 
 @pytest.mark.slow
@@ -61,3 +62,14 @@ def test_economy_flag_prints_one_row_per_budget_and_mode(capsys):
         [" 16k    ", " none                    "], [" 16k    ", " none+drop_oldest+reduce "],
         [" 32k    ", " none                    "], [" 32k    ", " none+drop_oldest+reduce "]]
     assert lines[6] == ""
+
+
+@pytest.mark.slow
+def test_message_placement_keeps_the_system_prompt_through_every_compaction():
+    session = next(s for s in shipped_sessions() if s.name.startswith("single-"))
+    default = replay(session, "32k", MODES_BY_NAME["summariser"])
+    placed = replay(session, "32k", MODES_BY_NAME["summariser+message"])
+    assert placed.compacted == default.compacted > 0
+    assert default.prompt_changed_at_compaction == default.compacted
+    assert placed.prompt_changed_at_compaction == 0
+    assert placed.overflows == 0

@@ -38,34 +38,39 @@ any); task kept = share of calls whose returned context holds the first user mes
 
 
 ECONOMY_COLUMNS = ("budget", "mode", "calls", "tokens sent", "prefix rewrites", "overflows",
-                   "summariser calls", "summariser tokens", "billed (auto cache)",
-                   "billed (Anthropic)")
+                   "compactions", "prompt changed", "summariser calls", "summariser tokens",
+                   "billed (auto cache)", "billed (Anthropic)")
 ECONOMY_BUDGETS = ("16k", "32k", "64k")
 ECONOMY_LEGEND = f"""\
 Summed over the sessions. tokens sent = sum of token_count of successful calls; prefix rewrites =
 calls whose system prompt and messages do not extend the previous successful call's;
-overflows = calls that failed with context/overflow; summariser calls / tokens = requests to the
+overflows = calls that failed with context/overflow; compactions = calls reporting a compaction;
+prompt changed = those whose returned system prompt is not the request's (rendered without a
+summary); summariser calls / tokens = requests to the
 summariser and their input plus output tokens (bytes / 4); billed = uncached-token equivalents:
 auto cache = the repeated prefix at {CACHED_READ}, the rest at 1 (OpenAI, DeepSeek); Anthropic =
 the repeated prefix read at {CACHED_READ}, the rest written at {ANTHROPIC_WRITE}; both add the
 summariser's tokens at 1.
 Modes: -nopersist = the harness ignores the compaction round trip and resends its whole history;
-+reuse = summary_reuse true; +reduce = reduce_to 0.6."""
++reuse = summary_reuse true; +reduce = reduce_to 0.6; +message = summary_placement message;
++eager = eager_compaction_at 0.8; +all = all four."""
 
 
 def economy_rows(results: list[tuple[str, str, ReplayStats]]) -> list[tuple[str, ...]]:
     """One row per (budget, mode), in first-seen order, summed over sessions."""
     totals: dict[tuple[str, str], tuple[Bill, list[int]]] = {}
     for budget, mode, stats in results:
-        bill, counts = totals.setdefault((budget, mode), (Bill(), [0, 0, 0]))
+        bill, counts = totals.setdefault((budget, mode), (Bill(), [0, 0, 0, 0, 0]))
         bill.merge(stats.bill)
         counts[0] += stats.calls
         counts[1] += stats.cache_busts
         counts[2] += stats.overflows
+        counts[3] += stats.compacted
+        counts[4] += stats.prompt_changed_at_compaction
     return [(budget, mode, f"{calls:,}", _millions(bill.sent), str(busts), str(overflows),
-             f"{bill.summarizer_calls:,}", _millions(bill.summarizer_tokens),
-             _millions(bill.automatic), _millions(bill.anthropic))
-            for (budget, mode), (bill, (calls, busts, overflows)) in totals.items()]
+             str(compacted), str(changed), f"{bill.summarizer_calls:,}",
+             _millions(bill.summarizer_tokens), _millions(bill.automatic), _millions(bill.anthropic))
+            for (budget, mode), (bill, (calls, busts, overflows, compacted, changed)) in totals.items()]
 
 
 def _millions(tokens: float) -> str:

@@ -32,6 +32,7 @@ from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
 from context_manager.core.anchor import anchor_length
+from context_manager.core.compaction.prompts import render_system_prompt
 from context_manager.wire.errors import OVERFLOW, HandlerError
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
@@ -70,10 +71,18 @@ MODES = (
     Mode("summariser+reduce", True, {"reduce_to": 0.6}),
     Mode("summariser+reuse+reduce", True, {"summary_reuse": True, "reduce_to": 0.6}),
     Mode("none+drop_oldest+reduce", False, {"overflow_fallback": "drop_oldest", "reduce_to": 0.6}),
+    Mode("summariser+message", True, {"summary_placement": "message"}),
+    Mode("summariser+eager", True, {"eager_compaction_at": 0.8}),
+    Mode("summariser+all", True, {"summary_reuse": True, "reduce_to": 0.6,
+                                  "summary_placement": "message", "eager_compaction_at": 0.8}),
+    Mode("summariser-nopersist+all", True, {"summary_reuse": True, "reduce_to": 0.6,
+                                            "summary_placement": "message",
+                                            "eager_compaction_at": 0.8}, persist=False),
 )
 ECONOMY_MODES = ("summariser", "summariser-nopersist", "none+drop_oldest", "none",
                  "summariser-nopersist+reuse", "summariser-nopersist+reuse+reduce",
-                 "none+drop_oldest+reduce", "summariser+reduce", "summariser+reuse+reduce")
+                 "none+drop_oldest+reduce", "summariser+reduce", "summariser+reuse+reduce",
+                 "summariser+message", "summariser+eager", "summariser+all", "summariser-nopersist+all")
 MODES_BY_NAME = {mode.name: mode for mode in MODES}
 
 
@@ -116,6 +125,8 @@ class ReplayStats:
     probes: Probes = field(default_factory=Probes)
     task_kept: int = 0  # calls whose returned context holds the first user message verbatim
     bill: Bill = field(default_factory=Bill)
+    # compacting calls whose system prompt is not the request's as it renders without a summary
+    prompt_changed_at_compaction: int = 0
 
 
 def load_session(path: Path) -> Session:
@@ -201,6 +212,8 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
         stats.task_kept += task is not None and task in returned
         if applied["compacted"]:
             stats.compacted += 1
+            stats.prompt_changed_at_compaction += (
+                response["system_prompt"] != render_system_prompt(session.system_prompt, None))
             tail = applied["tail_start_index"]
             if mode.persist:
                 previous_summary = applied["summary"]
