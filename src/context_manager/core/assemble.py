@@ -12,10 +12,17 @@ a from-scratch count of what would be returned):
    ``initial_token_count``;
 5. per-result cap (unless the effective ``max_result_tokens`` is 0);
 6. normal prune (unless ``allow_prune`` is false);
-7. compaction, when over budget and ``allow_compaction`` is not false (see ``compaction_step``);
+7. compaction, when over budget (or past ``eager_compaction_at`` of it) and ``allow_compaction``
+   is not false (see ``compaction_step``); with ``summary_placement: message`` the summary
+   becomes a message after the anchor instead of a system prompt section;
 8. emergency reduction, when still over budget;
 9. with ``overflow_fallback: drop_oldest`` only, dropping the oldest turns/rounds (``core.drop_oldest``);
-10. ``context/overflow`` when still over budget, else the response.
+10. ``context/overflow`` when still over budget, else the response (with ``report_prefix``, its
+    cache-break report, ``core.prefix``).
+
+Below ``reduce_to`` 1, steps 7–9 cut on the content-defined grid of ``core.passes.steps``. With
+``summary_reuse``, :func:`assemble` first rewrites a request that extends its history's
+remembered compaction into that round trip (``core.compaction.recall``).
 
 Compaction hand-over
 --------------------
@@ -225,7 +232,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     if token_count > usable:
         raise errors.overflow(token_count, usable)
     if config.report_prefix:
-        applied.update(_prefix_report(state, request, config, estimator))
+        applied.update(_prefix_report(state, request, config))
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
@@ -246,8 +253,7 @@ def _compaction_due(total: int, usable: int, config: WorkerConfig) -> bool:
     return eager is not None and total > floor(eager * usable)
 
 
-def _prefix_report(state: _Context, request: AssembleRequest, config: WorkerConfig,
-                   estimator: Estimator) -> dict[str, Any]:
+def _prefix_report(state: _Context, request: AssembleRequest, config: WorkerConfig) -> dict[str, Any]:
     """The request as it would go out untouched, against what is returned (``core.prefix``)."""
     previous = request.options.previous_summary
     facing = model_facing(request.messages)
