@@ -36,12 +36,14 @@ DEFAULTS_1_1_6 = {
 }
 EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "user_less_compaction": True,
                       "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none",
+                      "report_prefix": False, "reduce_to": 1.0, "summary_reuse": False,
+                      "summary_placement": "system_prompt", "eager_compaction_at": None,
                       "retention": None}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
 USIZE_KEYS = ["tail_turns", "decay_user_turns", "protected_user_turns", "max_output_chars", "anchor_messages"]
-BOOL_KEYS = ["allow_fallback_limits", "user_less_compaction"]
+BOOL_KEYS = ["allow_fallback_limits", "user_less_compaction", "report_prefix", "summary_reuse"]
 
 
 def parse_json(text: str) -> WorkerConfig:
@@ -163,6 +165,7 @@ def test_fetched_values_are_not_env_expanded(monkeypatch):
     ("estimator", ("heuristic", "auto")),
     ("summary_check", ("off", "append")),
     ("summarizer_fallback", ("none", "extractive")),
+    ("summary_placement", ("system_prompt", "message")),
 ])
 def test_extension_enum_keys(key, allowed):
     for value in allowed:
@@ -232,6 +235,11 @@ def _without_description(prop: dict) -> dict:
     ("anchor_messages", {"default": 0, "format": "uint", "minimum": 0, "type": "integer"}),
     ("summary_check", {"default": "off", "enum": ["off", "append"], "type": "string"}),
     ("summarizer_fallback", {"default": "none", "enum": ["none", "extractive"], "type": "string"}),
+    ("report_prefix", {"default": False, "type": "boolean"}),
+    ("reduce_to", {"default": 1.0, "exclusiveMinimum": 0, "maximum": 1, "type": "number"}),
+    ("summary_reuse", {"default": False, "type": "boolean"}),
+    ("summary_placement", {"default": "system_prompt", "enum": ["system_prompt", "message"], "type": "string"}),
+    ("eager_compaction_at", {"default": None, "exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]}),
 ])
 def test_schema_properties(key, expected):
     assert _without_description(dict(config_schema()["properties"][key])) == expected
@@ -244,6 +252,40 @@ def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
     for bad in ({"tail_truns": 3}, {"reserved_pct": -1}, {"allow_fallback_limits": 1},
                 {"lease_dir": 5}, {"estimator": "x"}, {"tail_turns": None},
                 {"anchor_messages": -1}, {"anchor_messages": 1.5}, {"summary_check": "on"},
-                {"summarizer_fallback": "llm"}):
+                {"summarizer_fallback": "llm"}, {"reduce_to": 0}, {"reduce_to": 0.0},
+                {"reduce_to": 1.5}, {"reduce_to": -0.5}, {"reduce_to": True}, {"reduce_to": "0.5"},
+                {"report_prefix": 1}, {"summary_reuse": "yes"}, {"summary_placement": "user"},
+                {"eager_compaction_at": 0.0}, {"eager_compaction_at": 2}, {"eager_compaction_at": "0.8"}):
         assert not validator.is_valid(bad)
         rejection(bad)
+
+
+@pytest.mark.parametrize("value,expected", [(0.6, 0.6), (1.0, 1.0), (1, 1.0), (1e-9, 1e-9)])
+def test_reduce_to_accepts_fractions_in_the_half_open_unit_interval(value, expected):
+    parsed = parse_config_value({"reduce_to": value})
+    assert parsed.reduce_to == expected and type(parsed.reduce_to) is float
+
+
+@pytest.mark.parametrize("value,detail", [
+    (0, "invalid type: integer `0`, expected a fraction in (0, 1]"),
+    (0.0, "invalid value: floating point `0.0`, expected a fraction in (0, 1]"),
+    (1.5, "invalid value: floating point `1.5`, expected a fraction in (0, 1]"),
+    (True, "invalid type: boolean `true`, expected a fraction in (0, 1]"),
+    (None, "invalid type: null, expected a fraction in (0, 1]"),
+    ("0.5", 'invalid type: string "0.5", expected a fraction in (0, 1]'),
+])
+def test_reduce_to_rejects_what_is_not_a_fraction(value, detail):
+    with pytest.raises(ConfigError) as caught:
+        parse_config_value({"reduce_to": value})
+    assert str(caught.value) == f"json parse: {detail}"
+
+
+def test_eager_compaction_at_is_null_or_a_fraction():
+    assert parse_config_value({"eager_compaction_at": None}).eager_compaction_at is None
+    assert parse_config_value({"eager_compaction_at": 0.8}).eager_compaction_at == 0.8
+    assert parse_config_value({"eager_compaction_at": 1}).eager_compaction_at == 1.0
+    for value, detail in ((0.0, "invalid value: floating point `0.0`, expected null or a fraction in (0, 1]"),
+                          (False, "invalid type: boolean `false`, expected null or a fraction in (0, 1]")):
+        with pytest.raises(ConfigError) as caught:
+            parse_config_value({"eager_compaction_at": value})
+        assert str(caught.value) == f"json parse: {detail}"

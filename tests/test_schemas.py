@@ -36,9 +36,11 @@ ADDED_WARNING_DEFINITION = "/response_schema/definitions/RetentionWarning"
 ADDED_ANCHOR_OPTION = "/request_schema/definitions/AssembleOptions/properties/anchor_messages"
 ADDED_COMPACT_RETAINED = "/response_schema/oneOf/0/properties/retained_items"
 ADDED_COMPACT_KIND = "/response_schema/oneOf/0/properties/summary_kind"
+ADDED_PREFIX_REPORT = [f"/response_schema/definitions/Applied/properties/{name}" for name in
+                       ("cache_break_index", "system_prompt_changed", "summary_reused", "reused_from_index")]
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
                       ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_WARNING_DEFINITION,
-                      ADDED_ANCHOR_OPTION]
+                      *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION]
 COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 

@@ -36,7 +36,9 @@ KEYS_1_1_6 = [
     "lease_ttl_secs", "summarizer_timeout_ms", "lease_dir",
 ]
 EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
-                  "anchor_messages", "summary_check", "summarizer_fallback", "retention"]
+                  "anchor_messages", "summary_check", "summarizer_fallback",
+                  "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
+                  "eager_compaction_at", "retention"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -120,6 +122,10 @@ def test_page_fallbacks_are_the_configuration_defaults():
     assert f"placeholder: '{DEFAULT_CONFIG.lease_dir}'" in PAGE
     assert "fallbackText: 'off (error)'" in PAGE and DEFAULT_CONFIG.overflow_fallback == "error"
     assert "fallbackText: 'off (heuristic)'" in PAGE and DEFAULT_CONFIG.estimator == "heuristic"
+    fractions = {key: float(value) for key, value in
+                 re.findall(r"key: '(\w+)',\n(?:\s+\w+: .*\n)*?\s+fallback: (\d+\.\d+),", PAGE)}
+    assert fractions == {key: getattr(DEFAULT_CONFIG, key) for key in DEFAULT_CONFIG.key_names()
+                         if type(getattr(DEFAULT_CONFIG, key)) is float}
 
 
 def test_page_is_an_esm_module_importing_only_shared_specifiers():
@@ -189,6 +195,8 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir"]),
         ("Overflow and counting", ["overflow_fallback", "estimator", "user_less_compaction"]),
         ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback"]),
+        ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "summary_reuse",
+                                   "summary_placement"]),
         ("Retention policy", ["retention"]),
     ]
     controls = result["controls"]
@@ -206,6 +214,8 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         "lease_ttl_secs": ("300", 0, 1, ""),
         "summarizer_timeout_ms": ("320000", 0, 1, ""),
         "anchor_messages": ("0", 0, 1, ""),
+        "reduce_to": ("1", 0, 0.05, ""),
+        "eager_compaction_at": ("off", 0, 0.05, ""),
     }
     assert controls["reserved_tokens_cap"]["meta"] == "Default: 20,000"
     assert controls["summarizer_timeout_ms"]["meta"] == "Default: 320,000"
@@ -214,7 +224,8 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     assert "III_COMPOSE_DIR" in controls["lease_dir"]["meta"]
     switches = {k: c["checked"] for k, c in controls.items() if c["type"] == "Switch"}
     assert switches == {"allow_fallback_limits": True, "overflow_fallback": False, "estimator": False,
-                        "user_less_compaction": True, "summary_check": False, "summarizer_fallback": False}
+                        "user_less_compaction": True, "summary_check": False, "summarizer_fallback": False,
+                        "report_prefix": False, "summary_reuse": False, "summary_placement": False}
     assert result["alert"] is None
     assert result["proposals"] == []
 
@@ -245,6 +256,16 @@ def test_form_editing_rules(tmp_path, node_available):
         {"value": {"summary_check": "append"}, "edit": {"key": "summary_check", "checked": False}},
         {"value": {}, "edit": {"key": "summarizer_fallback", "checked": True}},
         {"value": {"summarizer_fallback": "extractive"}, "edit": {"key": "summarizer_fallback", "checked": False}},
+        {"value": {}, "edit": {"key": "reduce_to", "raw": "0.6"}},
+        {"value": {}, "edit": {"key": "reduce_to", "raw": "0"}},
+        {"value": {}, "edit": {"key": "reduce_to", "raw": "1.5"}},
+        {"value": {"reduce_to": 0.6}, "edit": {"key": "reduce_to", "raw": ""}},
+        {"value": {}, "edit": {"key": "report_prefix", "checked": True}},
+        {"value": {}, "edit": {"key": "summary_reuse", "checked": True}},
+        {"value": {}, "edit": {"key": "summary_placement", "checked": True}},
+        {"value": {"summary_placement": "message"}, "edit": {"key": "summary_placement", "checked": False}},
+        {"value": {}, "edit": {"key": "eager_compaction_at", "raw": "0.8"}},
+        {"value": {"eager_compaction_at": 0.8}, "edit": {"key": "eager_compaction_at", "raw": ""}},
     ]
     proposals = [r["proposals"] for r in render(scenarios, tmp_path)["results"]]
     assert proposals == [
@@ -268,6 +289,16 @@ def test_form_editing_rules(tmp_path, node_available):
         [{"summary_check": "off"}],
         [{"summarizer_fallback": "extractive"}],
         [{"summarizer_fallback": "none"}],
+        [{"reduce_to": 0.6}],
+        [],
+        [],
+        [{}],
+        [{"report_prefix": True}],
+        [{"summary_reuse": True}],
+        [{"summary_placement": "message"}],
+        [{"summary_placement": "system_prompt"}],
+        [{"eager_compaction_at": 0.8}],
+        [{}],
     ]
 
 

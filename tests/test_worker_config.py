@@ -241,6 +241,26 @@ async def test_reload_applies_valid_values_and_keeps_the_last_good(engine: TestE
             assert worker.config == DEFAULT_CONFIG
 
 
+async def test_reload_applies_the_cache_keys_and_keeps_the_remembered_compactions(engine: TestEngine) -> None:
+    with anyio.fail_after(30):
+        async with connected(engine) as worker:
+            await worker.boot(None)
+            sessions = worker.session_store
+            assert worker.context().session_store is sessions
+            engine.configuration.store_unchecked(CONFIG_ID, {
+                "summary_reuse": True, "reduce_to": 0.6, "report_prefix": True,
+                "summary_placement": "message", "eager_compaction_at": 0.8})
+            await worker.reload()
+            config = worker.config
+            assert (config.summary_reuse, config.reduce_to, config.report_prefix,
+                    config.summary_placement, config.eager_compaction_at) == (True, 0.6, True, "message", 0.8)
+            assert worker.session_store is sessions and worker.context().session_store is sessions
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"reduce_to": 0})
+            await worker.reload()
+            assert worker.config.reduce_to == 0.6  # rejected: the last good value stays
+
+
 async def test_reload_rebuilds_the_lease_store_when_lease_dir_changes(engine: TestEngine, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -1,7 +1,9 @@
-"""``python -m bench.replay [--sessions A,B] [--budgets 32k,64k,128k] [--modes ...] [--dir DIR]``.
+"""``python -m bench.replay [--sessions A,B] [--budgets 32k,64k,128k] [--modes ...] [--dir DIR] [--economy]``.
 
-Prints one Markdown table: a row per session, budget and mode. The numbers are deterministic (no
-timings), so the table can be quoted as is.
+Prints one Markdown table: a row per session, budget and mode; with ``--economy``, a row per
+budget and mode summed over the sessions, priced by the prefix-cache cost model
+(``bench.replay.economy``). The numbers are deterministic (no timings), so the tables can be
+quoted as is.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.replay.replay import BUDGETS, MAX_OUTPUT_TOKENS, MODES, MODES_BY_NAME, ReplayStats, Session, replay, shipped_sessions
+from bench.replay.economy import ANTHROPIC_WRITE, CACHED_READ, Bill
+from bench.replay.replay import (
+    BUDGETS, DEFAULT_BUDGETS, ECONOMY_MODES, MAX_OUTPUT_TOKENS, MODES, MODES_BY_NAME, ReplayStats,
+    Session, replay, shipped_sessions,
+)
 
 COLUMNS = ("session", "rounds", "budget", "mode", "calls", "input tokens", "cache busts",
            "overflows", "pruned", "capped", "compacted", "dropped", "user probes", "path probes",
            "task kept")
 LEGEND = f"""\
-Budgets: inline limits, context window 32000 / 64000 / 128000 tokens, {MAX_OUTPUT_TOKENS} output tokens.
+Budgets: inline limits, context window 16000 / 32000 / 64000 / 128000 tokens, {MAX_OUTPUT_TOKENS} output tokens.
 Modes: summariser = fake summariser, default configuration; none = no summariser;
 none+drop_oldest = no summariser, overflow_fallback drop_oldest; original = fake summariser,
 user_less_compaction false (the 1.1.6 selection); +anchor = anchor_messages 1; +check =
@@ -29,6 +35,46 @@ a compaction, dropped messages; user probes / path probes = over every compactio
 the summarised head's user-message openings (first 100 characters) / file paths and URLs found in
 the returned system prompt and messages (whitespace and case collapsed; - when no compaction had
 any); task kept = share of calls whose returned context holds the first user message verbatim."""
+
+
+ECONOMY_COLUMNS = ("budget", "mode", "calls", "tokens sent", "prefix rewrites", "overflows",
+                   "compactions", "prompt changed", "summariser calls", "summariser tokens",
+                   "billed (auto cache)", "billed (Anthropic)")
+ECONOMY_BUDGETS = ("16k", "32k", "64k")
+ECONOMY_LEGEND = f"""\
+Summed over the sessions. tokens sent = sum of token_count of successful calls; prefix rewrites =
+calls whose system prompt and messages do not extend the previous successful call's;
+overflows = calls that failed with context/overflow; compactions = calls reporting a compaction;
+prompt changed = those whose returned system prompt is not the request's (rendered without a
+summary); summariser calls / tokens = requests to the
+summariser and their input plus output tokens (bytes / 4); billed = uncached-token equivalents:
+auto cache = the repeated prefix at {CACHED_READ}, the rest at 1 (OpenAI, DeepSeek); Anthropic =
+the repeated prefix read at {CACHED_READ}, the rest written at {ANTHROPIC_WRITE}; both add the
+summariser's tokens at 1.
+Modes: -nopersist = the harness ignores the compaction round trip and resends its whole history;
++reuse = summary_reuse true; +reduce = reduce_to 0.6; +message = summary_placement message;
++eager = eager_compaction_at 0.8; +all = all four."""
+
+
+def economy_rows(results: list[tuple[str, str, ReplayStats]]) -> list[tuple[str, ...]]:
+    """One row per (budget, mode), in first-seen order, summed over sessions."""
+    totals: dict[tuple[str, str], tuple[Bill, list[int]]] = {}
+    for budget, mode, stats in results:
+        bill, counts = totals.setdefault((budget, mode), (Bill(), [0, 0, 0, 0, 0]))
+        bill.merge(stats.bill)
+        counts[0] += stats.calls
+        counts[1] += stats.cache_busts
+        counts[2] += stats.overflows
+        counts[3] += stats.compacted
+        counts[4] += stats.prompt_changed_at_compaction
+    return [(budget, mode, f"{calls:,}", _millions(bill.sent), str(busts), str(overflows),
+             str(compacted), str(changed), f"{bill.summarizer_calls:,}",
+             _millions(bill.summarizer_tokens), _millions(bill.automatic), _millions(bill.anthropic))
+            for (budget, mode), (bill, (calls, busts, overflows, compacted, changed)) in totals.items()]
+
+
+def _millions(tokens: float) -> str:
+    return f"{tokens / 1e6:.2f} M"
 
 
 def row(session: Session, stats: ReplayStats) -> tuple[str, ...]:
@@ -44,10 +90,10 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
-def markdown(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(COLUMNS[i]), *(len(r[i]) for r in rows)) for i in range(len(COLUMNS))]
-    numeric = [False] * 4 + [True] * (len(COLUMNS) - 4)
-    numeric[1] = True
+def markdown(rows: list[tuple[str, ...]], columns: tuple[str, ...] = COLUMNS,
+             text_columns: tuple[int, ...] = (0, 2, 3)) -> str:
+    widths = [max(len(columns[i]), *(len(r[i]) for r in rows)) for i in range(len(columns))]
+    numeric = [i not in text_columns for i in range(len(columns))]
 
     def line(cells: tuple[str, ...]) -> str:
         return "| " + " | ".join(c.rjust(w) if n else c.ljust(w)
@@ -55,15 +101,18 @@ def markdown(rows: list[tuple[str, ...]]) -> str:
 
     rule = "|" + "|".join(("-" * (w + 1) + ":") if n else ("-" * (w + 2))
                           for w, n in zip(widths, numeric)) + "|"
-    return "\n".join([line(COLUMNS), rule, *(line(r) for r in rows)])
+    return "\n".join([line(columns), rule, *(line(r) for r in rows)])
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.replay", description=__doc__)
     parser.add_argument("--sessions", help="comma-separated session names (default: every shipped one)")
-    parser.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated, of " + ",".join(BUDGETS))
-    parser.add_argument("--modes", default=",".join(m.name for m in MODES),
-                        help="comma-separated, of " + ",".join(m.name for m in MODES))
+    parser.add_argument("--budgets", help="comma-separated, of " + ",".join(BUDGETS)
+                        + f" (default {','.join(DEFAULT_BUDGETS)}; with --economy {','.join(ECONOMY_BUDGETS)})")
+    parser.add_argument("--modes", help="comma-separated, of " + ",".join(m.name for m in MODES)
+                        + " (default: all; with --economy the cost comparison's)")
+    parser.add_argument("--economy", action="store_true",
+                        help="print the prefix-cache cost table summed over sessions instead")
     parser.add_argument("--dir", "--data", dest="dir", type=Path,
                         help="read sessions from this directory instead (e.g. ../shared/realdata)")
     return parser.parse_args(argv)
@@ -80,12 +129,21 @@ def main(argv: list[str]) -> int:
             print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
             return 2
         sessions = [known[name] for name in wanted]
-    budgets = [b.strip() for b in args.budgets.split(",") if b.strip()]
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    default_budgets = ECONOMY_BUDGETS if args.economy else DEFAULT_BUDGETS
+    default_modes = ECONOMY_MODES if args.economy else tuple(m.name for m in MODES)
+    budgets = [b.strip() for b in (args.budgets or ",".join(default_budgets)).split(",") if b.strip()]
+    modes = [m.strip() for m in (args.modes or ",".join(default_modes)).split(",") if m.strip()]
     unknown = [b for b in budgets if b not in BUDGETS] + [m for m in modes if m not in MODES_BY_NAME]
     if unknown:
         print(f"unknown budget(s) or mode(s): {', '.join(unknown)}", file=sys.stderr)
         return 2
+    if args.economy:
+        results = [(budget, mode, replay(session, budget, MODES_BY_NAME[mode]))
+                   for budget in budgets for mode in modes for session in sessions]
+        print(markdown(economy_rows(results), ECONOMY_COLUMNS, text_columns=(0, 1)))
+        print()
+        print(ECONOMY_LEGEND)
+        return 0
     rows = [row(session, replay(session, budget, MODES_BY_NAME[mode]))
             for session in sessions for budget in budgets for mode in modes]
     print(markdown(rows))

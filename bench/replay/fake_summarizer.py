@@ -95,11 +95,16 @@ def summarize(system_prompt: str, user_prompt: str, model: dict[str, Any] | None
 
 @dataclass
 class RecordingSummarizer:
-    """:func:`summarize` plus a log of every (anchor, reply) pair, in call order."""
+    """:func:`summarize` plus a log of every (anchor, reply) pair, in call order, and the
+    heuristic tokens (bytes / 4) of each request (system and user prompt) and reply."""
 
     calls: list[tuple[str | None, str]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
 
     def __call__(self, system_prompt: str, user_prompt: str, model: dict[str, Any]) -> str:
         reply = summarize(system_prompt, user_prompt, model)
         self.calls.append((previous_summary(system_prompt), reply))
+        self.input_tokens += (len(system_prompt.encode()) + len(user_prompt.encode())) // 4
+        self.output_tokens += len(reply.encode()) // 4
         return reply

@@ -1,11 +1,16 @@
 """Drive one recorded session through ``context::assemble`` as an agent harness would.
 
 Before each assistant message of the recording the harness sends the history it holds so far and
-the model's limits. When the answer says ``applied.compacted`` it does the round trip of spec 03
-§5.7: it keeps ``applied.summary`` as the next calls' ``options.previous_summary`` and from then on
-holds only its own messages from ``applied.tail_start_index`` onward (plus everything recorded
-later). Drops by ``overflow_fallback: drop_oldest`` are not persisted: they only shape one call.
+the model's limits. A persisting harness (the default) does the round trip of spec 03 §5.7 when
+the answer says ``applied.compacted``: it keeps ``applied.summary`` as the next calls'
+``options.previous_summary`` and from then on holds only its own messages from
+``applied.tail_start_index`` onward (plus everything recorded later). A mode with
+``persist=False`` is a harness that ignores the answer's report and sends its whole history every
+time. Drops by ``overflow_fallback: drop_oldest`` are not persisted: they only shape one call.
 A call that fails with ``context/overflow`` is counted and the replay goes on.
+
+Each successful call is also priced by ``bench.replay.economy`` (what a provider with prefix
+caching bills for it, against the previous successful call's context).
 """
 
 from __future__ import annotations
@@ -19,19 +24,23 @@ from typing import Any
 
 import anyio
 
+from bench.replay.economy import Bill, cached_prefix_tokens
 from bench.replay.fake_summarizer import RecordingSummarizer
 from bench.replay.probes import Probes, context_text, head_probes, task_text
 from context_manager.adapters.callable_summarizer import CallableSummarizer
+from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
 from context_manager.core.anchor import anchor_length
+from context_manager.core.compaction.prompts import render_system_prompt
 from context_manager.wire.errors import OVERFLOW, HandlerError
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
 
 SESSIONS_DIR = Path(__file__).resolve().parent / "sessions"
 MAX_OUTPUT_TOKENS = 4000
-BUDGETS = {"32k": 32_000, "64k": 64_000, "128k": 128_000}
+BUDGETS = {"16k": 16_000, "32k": 32_000, "64k": 64_000, "128k": 128_000}
+DEFAULT_BUDGETS = ("32k", "64k", "128k")
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,7 @@ class Mode:
     name: str
     summarizer: bool
     config: dict[str, Any]
+    persist: bool = True  # does the harness keep the round trip (summary and tail start)?
 
 
 MODES = (
@@ -53,7 +63,26 @@ MODES = (
     Mode("none+extractive", False, {"summarizer_fallback": "extractive"}),
     Mode("none+extractive+anchor", False, {"summarizer_fallback": "extractive", "anchor_messages": 1}),
     Mode("none+drop_oldest+anchor", False, {"overflow_fallback": "drop_oldest", "anchor_messages": 1}),
+    # Cache-aware reduction: harnesses that do not persist the round trip, stable steps, reuse.
+    Mode("summariser-nopersist", True, {}, persist=False),
+    Mode("summariser-nopersist+reuse", True, {"summary_reuse": True}, persist=False),
+    Mode("summariser-nopersist+reuse+reduce", True, {"summary_reuse": True, "reduce_to": 0.6},
+         persist=False),
+    Mode("summariser+reduce", True, {"reduce_to": 0.6}),
+    Mode("summariser+reuse+reduce", True, {"summary_reuse": True, "reduce_to": 0.6}),
+    Mode("none+drop_oldest+reduce", False, {"overflow_fallback": "drop_oldest", "reduce_to": 0.6}),
+    Mode("summariser+message", True, {"summary_placement": "message"}),
+    Mode("summariser+eager", True, {"eager_compaction_at": 0.8}),
+    Mode("summariser+all", True, {"summary_reuse": True, "reduce_to": 0.6,
+                                  "summary_placement": "message", "eager_compaction_at": 0.8}),
+    Mode("summariser-nopersist+all", True, {"summary_reuse": True, "reduce_to": 0.6,
+                                            "summary_placement": "message",
+                                            "eager_compaction_at": 0.8}, persist=False),
 )
+ECONOMY_MODES = ("summariser", "summariser-nopersist", "none+drop_oldest", "none",
+                 "summariser-nopersist+reuse", "summariser-nopersist+reuse+reduce",
+                 "none+drop_oldest+reduce", "summariser+reduce", "summariser+reuse+reduce",
+                 "summariser+message", "summariser+eager", "summariser+all", "summariser-nopersist+all")
 MODES_BY_NAME = {mode.name: mode for mode in MODES}
 
 
@@ -95,6 +124,9 @@ class ReplayStats:
     compactions: list[Compaction] = field(default_factory=list)
     probes: Probes = field(default_factory=Probes)
     task_kept: int = 0  # calls whose returned context holds the first user message verbatim
+    bill: Bill = field(default_factory=Bill)
+    # compacting calls whose system prompt is not the request's as it renders without a summary
+    prompt_changed_at_compaction: int = 0
 
 
 def load_session(path: Path) -> Session:
@@ -131,6 +163,8 @@ def replay(session: Session, budget: str, mode: Mode, model_id: str = "replay-mo
         lease_store=None,  # one harness, one history: nothing to coordinate
         tokenizers=PACKAGED_TOKENIZERS,
         log=_quiet_logger(),
+        # A worker of its own per replay: remembered compactions never cross sessions or modes.
+        session_store=MemorySessionStore(),
     )
     return anyio.run(_replay, session, budget, mode, ctx, recorder, model_id)
 
@@ -167,6 +201,7 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
         sent = (response["system_prompt"], response["messages"])
         if previous_sent is not None and not _extends(previous_sent, sent):
             stats.cache_busts += 1
+        stats.bill.add_call(response["token_count"], cached_prefix_tokens(previous_sent, sent))
         previous_sent = sent
         stats.input_tokens += response["token_count"]
         applied = response["applied"]
@@ -177,13 +212,18 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
         stats.task_kept += task is not None and task in returned
         if applied["compacted"]:
             stats.compacted += 1
-            previous_summary = applied["summary"]
+            stats.prompt_changed_at_compaction += (
+                response["system_prompt"] != render_system_prompt(session.system_prompt, None))
             tail = applied["tail_start_index"]
-            stats.probes.add(head_probes(sent_messages[len(anchor):tail], returned))
-            held_from += tail - len(anchor)
+            if mode.persist:
+                previous_summary = applied["summary"]
+                stats.probes.add(head_probes(sent_messages[len(anchor):tail], returned))
+                held_from += tail - len(anchor)
             stats.compactions.append(Compaction(
                 stats.calls - 1, applied["summary"], applied["tail_start_index"],
                 list(recorder.calls[summarizer_mark:]) if recorder is not None else []))
+    if recorder is not None:
+        stats.bill.add_summarizer(len(recorder.calls), recorder.input_tokens, recorder.output_tokens)
     return stats
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from context_manager.adapters.callable_summarizer import SyncSummarizer
+from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.wire.errors import INVOCATION_FAILED, CallError, ContextManagerError, error_envelope
@@ -18,6 +19,9 @@ from context_manager.handlers.registry import FUNCTIONS
 from context_manager.wire.plain import plain_answer, watching_fragments
 
 log = logging.getLogger("context_manager")
+
+# Every library call of this process shares one bounded store of remembered compactions.
+LIBRARY_SESSIONS = MemorySessionStore()
 
 
 class UnknownFunction(LookupError):
@@ -35,7 +39,8 @@ def _config_from(config: dict[str, Any] | WorkerConfig | None) -> WorkerConfig:
 
 
 def build_context(config: WorkerConfig, summarizer: SyncSummarizer | None) -> HandlerContext:
-    ctx = HandlerContext(config=config, tokenizers=PACKAGED_TOKENIZERS, payload_from_json=True)
+    ctx = HandlerContext(config=config, tokenizers=PACKAGED_TOKENIZERS, payload_from_json=True,
+                         session_store=LIBRARY_SESSIONS)
     if summarizer is not None:
         from context_manager.adapters.callable_summarizer import CallableSummarizer
 

@@ -216,3 +216,29 @@ class ClaimingLeaseStore(LeaseStore, Protocol):
     ) -> LeaseRecord | None:
         """Write ``record`` only when ``held(prior)`` is false; return ``prior`` either way."""
         ...
+
+
+# --- summary reuse across calls ---------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class RememberedCompaction:
+    """A history's last compaction (``summary_reuse``).
+
+    ``summary`` stands for the request messages ``[anchor_len, head_len)``; the verbatim tail
+    started at request index ``head_len``; ``head_digest`` is the content key (the default lease
+    key's digest) of the request's first ``head_len`` messages, customs and anchor included, so
+    only a history that starts with exactly those messages reuses it.
+    """
+
+    summary: str
+    head_len: int
+    head_digest: str
+    anchor_len: int
+
+
+class SessionStore(Protocol):
+    """Remembered compactions by session key; a store may forget any of them at any time."""
+
+    async def get(self, key: str) -> RememberedCompaction | None: ...
+
+    async def put(self, key: str, record: RememberedCompaction) -> None: ...

@@ -37,6 +37,7 @@ from context_manager.engine.client import (
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
 from context_manager.adapters.fs_lease_store import FsLeaseStore, LeaseDirError
+from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.ports import SystemClock
 from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
 
@@ -84,6 +85,9 @@ class Worker:
         self.summarizer = RouterSummarizer(
             invoke, client.url, lambda: self.config.summarizer_timeout_ms
         )
+        # Remembered compactions (`summary_reuse`): one bounded store for the process, kept
+        # across reloads.
+        self.session_store = MemorySessionStore()
         self._reload_lock = anyio.Lock()
 
     # ------------------------------------------------------------------ boot
@@ -159,6 +163,7 @@ class Worker:
             model_cache=self.model_cache,
             on_config_change=self.reload,
             payload_from_json=True,
+            session_store=self.session_store,
         )
 
     # ------------------------------------------------------------------ hot reload

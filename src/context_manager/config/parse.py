@@ -20,6 +20,7 @@ from context_manager.core.settings import (
     OverflowFallback,
     SummarizerFallback,
     SummaryCheck,
+    SummaryPlacement,
     WorkerConfig,
 )
 
@@ -28,6 +29,7 @@ OVERFLOW_FALLBACKS: tuple[str, ...] = get_args(OverflowFallback)
 ESTIMATORS: tuple[str, ...] = get_args(EstimatorName)
 SUMMARY_CHECKS: tuple[str, ...] = get_args(SummaryCheck)
 SUMMARIZER_FALLBACKS: tuple[str, ...] = get_args(SummarizerFallback)
+SUMMARY_PLACEMENTS: tuple[str, ...] = get_args(SummaryPlacement)
 
 
 class ConfigError(ValueError):
@@ -43,6 +45,27 @@ _u64 = t.u64
 _usize = t.usize
 _boolean = t.boolean
 _string = t.string
+
+def _fraction(value: Any) -> float:
+    """A share of ``usable``: a JSON number in (0, 1] (integers 1 accepted, booleans not)."""
+    if type(value) is int and value == 1:
+        return 1.0
+    if type(value) is not float:
+        raise t.invalid_type(value, "a fraction in (0, 1]")
+    if not 0.0 < value <= 1.0:
+        raise DecodeError(f"invalid value: {t.unexpected(value)}, expected a fraction in (0, 1]")
+    return value
+
+
+def _fraction_or_null(value: Any) -> float | None:
+    """``null`` (the option is off) or a fraction in (0, 1]."""
+    if value is None:
+        return None
+    try:
+        return _fraction(value)
+    except DecodeError as exc:
+        raise DecodeError(exc.detail.replace("expected a fraction", "expected null or a fraction")) from None
+
 
 # Every key, its decoder; the order is the record's declaration order.
 KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
@@ -65,11 +88,16 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "anchor_messages": _usize,
     "summary_check": t.enum_of(SUMMARY_CHECKS),
     "summarizer_fallback": t.enum_of(SUMMARIZER_FALLBACKS),
+    "report_prefix": _boolean,
+    "reduce_to": _fraction,
+    "summary_reuse": _boolean,
+    "summary_placement": t.enum_of(SUMMARY_PLACEMENTS),
+    "eager_compaction_at": _fraction_or_null,
     "retention": parse_retention,
 }
 
 STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
-                         "summarizer_fallback"))
+                         "summarizer_fallback", "summary_placement"))
 
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 

@@ -15,6 +15,7 @@ from context_manager.config.parse import (
     OVERFLOW_FALLBACKS,
     SUMMARIZER_FALLBACKS,
     SUMMARY_CHECKS,
+    SUMMARY_PLACEMENTS,
     defaults_object,
 )
 
@@ -113,6 +114,33 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
         {"enum": list(SUMMARIZER_FALLBACKS), "type": "string"},
         "\"extractive\": when compaction has no summariser or the summariser fails, build the "
         "summary from the head deterministically; \"none\" skips compaction instead.",
+    ),
+    "report_prefix": (
+        {"type": "boolean"},
+        "Report applied.cache_break_index (the first returned message that differs from the "
+        "request's) and applied.system_prompt_changed in every context::assemble answer.",
+    ),
+    "reduce_to": (
+        {"exclusiveMinimum": 0, "maximum": 1, "type": "number"},
+        "When drop_oldest, compaction or emergency reduction must rewrite earlier history, "
+        "reduce to this fraction of the usable budget, in steps that are a function of the "
+        "content, so later turns append without touching the prefix; 1 reduces just enough.",
+    ),
+    "summary_reuse": (
+        {"type": "boolean"},
+        "Remember each history's last compaction and reuse its summary and boundary on later "
+        "calls that extend the summarised head, as if the caller had sent the round trip.",
+    ),
+    "summary_placement": (
+        {"enum": list(SUMMARY_PLACEMENTS), "type": "string"},
+        "Where context::assemble puts a summary: \"system_prompt\" under a Conversation summary "
+        "section; \"message\" as a leading user message, so the system prompt stays unchanged "
+        "across compactions.",
+    ),
+    "eager_compaction_at": (
+        {"exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]},
+        "Compact once the context exceeds this fraction of the usable budget, even though it "
+        "still fits; null compacts only when over budget.",
     ),
     "retention": (
         {"anyOf": [{"$ref": "#/definitions/RetentionPolicy"}, {"type": "null"}]},

@@ -14,10 +14,17 @@ a from-scratch count of what would be returned):
    warnings are reported as ``applied.warnings``;
 5. per-result cap (unless the effective ``max_result_tokens`` is 0);
 6. normal prune (unless ``allow_prune`` is false);
-7. compaction, when over budget and ``allow_compaction`` is not false (see ``compaction_step``);
+7. compaction, when over budget (or past ``eager_compaction_at`` of it) and ``allow_compaction``
+   is not false (see ``compaction_step``); with ``summary_placement: message`` the summary
+   becomes a message after the anchor instead of a system prompt section;
 8. emergency reduction, when still over budget;
 9. with ``overflow_fallback: drop_oldest`` only, dropping the oldest turns/rounds (``core.drop_oldest``);
-10. ``context/overflow`` when still over budget, else the response.
+10. ``context/overflow`` when still over budget, else the response (with ``report_prefix``, its
+    cache-break report, ``core.prefix``).
+
+Below ``reduce_to`` 1, steps 7–9 cut on the content-defined grid of ``core.passes.steps``. With
+``summary_reuse``, :func:`assemble` first rewrites a request that extends its history's
+remembered compaction into that round trip (``core.compaction.recall``).
 
 Compaction hand-over
 --------------------
@@ -32,6 +39,7 @@ falls through to emergency reduction. With one, assemble reports ``compacted``, 
 from __future__ import annotations
 
 import logging
+from math import floor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,17 +50,20 @@ from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
 from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.emergency import emergency_reduce
+from context_manager.core.passes.steps import step_tokens, stepped_amount
 from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
-from context_manager.core.compaction.prompts import render_system_prompt
+from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.passes.retention import apply_retention
+from context_manager.core.prefix import model_facing, prefix_report
 from context_manager.core.resolution import resolve_model
 from context_manager.core.reuse import CallReuse
 from context_manager.wire.messages import Message, resolve_inline_function_ids
 from context_manager.wire.decode import ModelInput
-from context_manager.ports import Estimator, TokenizerSource
+from context_manager.core.compaction.recall import recall, remember, with_round_trip
+from context_manager.ports import Estimator, SessionStore, TokenizerSource
 from context_manager.wire.ints import saturating_add
 
 
@@ -91,6 +102,7 @@ class AssembleDeps(Protocol):
     clock: Any
     log: logging.Logger
     tokenizers: TokenizerSource | None
+    session_store: SessionStore | None
 
 
 @dataclass(slots=True)
@@ -107,6 +119,9 @@ class _Context:
     # The pinned anchor ahead of ``view``: never changed, always returned first.
     anchor: list[Message] = field(default_factory=list)
     anchor_sizes: list[int] = field(default_factory=list)
+    # ``summary_placement: message``: the summary as a message between the anchor and ``view``.
+    summary_message: Message | None = None
+    summary_size: int = 0
     # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
     # positions of inline results, so one resolution serves both passes.
     _function_ids: dict[tuple[int, int], str] | None = None
@@ -123,19 +138,54 @@ class _Context:
         return saturating_add(sum(self.sizes), self.fixed_tokens())
 
     def fixed_tokens(self) -> int:
-        """What no pass reduces: the anchor, the system prompt, the tools and the overhead."""
-        return saturating_add(sum(self.anchor_sizes), self.prompt_tokens, self.tools_tokens, self.overhead_tokens)
+        """What no pass reduces: the anchor, the summary message, the system prompt, the tools
+        and the overhead."""
+        return saturating_add(sum(self.anchor_sizes), self.summary_size, self.prompt_tokens,
+                              self.tools_tokens, self.overhead_tokens)
+
+    def lead(self) -> list[Message]:
+        """What precedes ``view`` in the answer: the anchor, then the summary message."""
+        if self.summary_message is None:
+            return self.anchor
+        return [*self.anchor, self.summary_message]
+
+    def lead_sizes(self) -> list[int]:
+        if self.summary_message is None:
+            return self.anchor_sizes
+        return [*self.anchor_sizes, self.summary_size]
 
     def messages(self) -> list[Message]:
-        return self.anchor + self.view if self.anchor else self.view
+        lead = self.lead()
+        return lead + self.view if lead else self.view
 
 
 async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse) -> dict[str, Any]:
     """Run the whole pipeline; returns the response record (keys in record order).
 
     ``reuse`` is what the request was decoded with (``core.intake``): the passes measure and
-    rewrite through the same memo and as-is estimates.
+    rewrite through the same memo and as-is estimates. With ``summary_reuse`` and no
+    ``previous_summary`` from the caller, a request that extends its history's remembered
+    compaction runs as that round trip (``core.compaction.recall``).
     """
+    store = deps.session_store
+    options = request.options
+    if not deps.config.summary_reuse or store is None or options.previous_summary is not None:
+        return await _assemble(request, deps, reuse)
+    anchor_requested = (
+        options.anchor_messages if options.anchor_messages is not None else deps.config.anchor_messages
+    )
+    session = await recall(request.messages, options.lease_key, anchor_requested, store)
+    effective = request if session.reused is None else with_round_trip(request, session)
+    response = await _assemble(effective, deps, reuse)
+    applied = response["applied"]
+    await remember(request.messages, session, applied, store)
+    if session.reused is not None:
+        applied["summary_reused"] = True
+        applied["reused_from_index"] = session.reused.head_len
+    return response
+
+
+async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse) -> dict[str, Any]:
     config = deps.config
     options = request.options
     resolved = await resolve_model(request.model, deps.resolver, config, deps.log)
@@ -150,7 +200,8 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     anchor_requested = (
         options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
     )
-    state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested)
+    state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested,
+                             config.summary_placement)
     if state.anchor and state.fixed_tokens() > usable:
         # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
         raise errors.overflow(state.fixed_tokens(), usable)
@@ -172,16 +223,18 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
         _prune_pass(state, options, config, estimator, applied, reuse)
-    if state.total() > usable and options.allow_compaction is not False:
+    if _compaction_due(state.total(), usable, config) and options.allow_compaction is not False:
         outcome = await compaction_step(
             _compaction_request(state, request, usable, estimator, config), deps
         )
         if outcome is not None:
-            _apply_compaction(state, outcome, request.system_prompt, estimator, applied)
+            _apply_compaction(state, outcome, request.system_prompt, estimator, applied,
+                              config.summary_placement)
+    step = step_tokens(usable, config.reduce_to)
     if state.total() > usable:
-        _emergency_pass(state, state.total() - usable, estimator, applied)
+        _emergency_pass(state, state.total() - usable, step, estimator, applied)
     if state.total() > usable and config.overflow_fallback == "drop_oldest":
-        dropped_ranges = _drop_oldest_pass(state, state.total() - usable, applied, deps.log)
+        dropped_ranges = _drop_oldest_pass(state, state.total() - usable, step, applied, deps.log)
         if config.retention is not None:
             warnings.extend({"code": "history_dropped", "dropped": count, "start": start, "end": end}
                             for count, start, end in dropped_ranges)
@@ -191,6 +244,8 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     token_count = state.total()
     if token_count > usable:
         raise errors.overflow(token_count, usable)
+    if config.report_prefix:
+        applied.update(_prefix_report(state, request, config))
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
@@ -203,9 +258,32 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     }
 
 
+def _compaction_due(total: int, usable: int, config: WorkerConfig) -> bool:
+    """Over budget, or (``eager_compaction_at``) past that share of it though still fitting."""
+    if total > usable:
+        return True
+    eager = config.eager_compaction_at
+    return eager is not None and total > floor(eager * usable)
+
+
+def _prefix_report(state: _Context, request: AssembleRequest, config: WorkerConfig) -> dict[str, Any]:
+    """The request as it would go out untouched, against what is returned (``core.prefix``)."""
+    previous = request.options.previous_summary
+    facing = model_facing(request.messages)
+    if config.summary_placement == "message":
+        baseline_prompt = render_system_prompt(request.system_prompt, None)
+        if previous is not None:
+            pinned = len(state.anchor)
+            following = facing[pinned] if pinned < len(facing) else None
+            facing = [*facing[:pinned], summary_message(previous, following), *facing[pinned:]]
+    else:
+        baseline_prompt = render_system_prompt(request.system_prompt, previous)
+    return prefix_report(baseline_prompt, facing, state.system_prompt, state.messages())
+
+
 def _initial_context(
     request: AssembleRequest, vision: Capability, estimator: Estimator, reuse: CallReuse,
-    anchor_requested: int,
+    anchor_requested: int, placement: str,
 ) -> _Context:
     """The model-facing view (no custom messages, media normalized), its anchor and size memo."""
     view: list[Message] = []
@@ -219,7 +297,12 @@ def _initial_context(
     if pinned:
         view, view_to_orig = view[pinned:], view_to_orig[pinned:]
     view = normalize_media(view, vision)
-    system_prompt = render_system_prompt(request.system_prompt, request.options.previous_summary)
+    previous = request.options.previous_summary
+    placed: Message | None = None
+    if placement == "message" and previous is not None:
+        placed = summary_message(previous, view[0] if view else None)
+        previous = None
+    system_prompt = render_system_prompt(request.system_prompt, previous)
     return _Context(
         view=view,
         sizes=message_sizes(view, estimator, reuse),
@@ -230,6 +313,8 @@ def _initial_context(
         overhead_tokens=request.options.request_overhead_tokens or 0,
         anchor=anchor,
         anchor_sizes=message_sizes(anchor, estimator, reuse) if anchor else [],
+        summary_message=placed,
+        summary_size=estimator.message(placed) if placed is not None else 0,
     )
 
 
@@ -313,20 +398,33 @@ def _compaction_request(
 
 
 def _emergency_pass(
-    state: _Context, required: int, estimator: Estimator, applied: dict[str, Any]
+    state: _Context, required: int, step: int, estimator: Estimator, applied: dict[str, Any]
 ) -> None:
     reduced = emergency_reduce(state.view, state.sizes, required, estimator)
+    if step > 0 and _rewrites_earlier_history(state.view, reduced.messages):
+        # Stable steps: the results in transcript order, up to a whole number of steps, so the
+        # next calls replace the same ones until the next step is needed.
+        reduced = emergency_reduce(state.view, state.sizes, stepped_amount(required, step),
+                                   estimator, oldest_first=True)
     state.view, state.sizes = reduced.messages, reduced.sizes
     # Emergency work is reported with prune's: `pruned` is OR-ed and its freed total added.
     applied["pruned"] = applied["pruned"] or reduced.stats.pruned_parts > 0
     applied["pruned_tokens"] += reduced.stats.pruned_tokens
 
 
+def _rewrites_earlier_history(before: list[Message], after: list[Message]) -> bool:
+    """Does ``after`` change a message ahead of the newest assistant message? What follows it
+    (that message's results) is new since the caller's previous call, so no cached prefix
+    held it."""
+    newest = next((i for i in range(len(before) - 1, -1, -1) if before[i]["role"] == "assistant"), 0)
+    return any(old is not new for old, new in zip(before[:newest], after[:newest]))
+
+
 def _drop_oldest_pass(
-    state: _Context, excess: int, applied: dict[str, Any], log: logging.Logger
+    state: _Context, excess: int, step: int, applied: dict[str, Any], log: logging.Logger
 ) -> list[tuple[int, int, int]]:
     """Drop the oldest units; returns (model-facing messages dropped, start, end) per range."""
-    dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess)
+    dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess, step)
     if not dropped.dropped_messages:
         return []
     before = state.view_to_orig
@@ -350,7 +448,7 @@ def _breakdown(
     breakdown: dict[str, Any] = {
         "system_prompt_tokens": state.prompt_tokens,
         "tools_tokens": state.tools_tokens,
-        "by_role": by_role(state.messages(), state.anchor_sizes + state.sizes),
+        "by_role": by_role(state.messages(), state.lead_sizes() + state.sizes),
     }
     if parts is not None:
         breakdown["by_part"] = {name: estimator.text(text) for name, text in sorted(parts.items())}
@@ -364,10 +462,17 @@ def _apply_compaction(
     base_system_prompt: str | None,
     estimator: Estimator,
     applied: dict[str, Any],
+    placement: str,
 ) -> None:
     head_len = outcome.head_len
-    state.system_prompt = render_system_prompt(base_system_prompt, outcome.summary)
-    state.prompt_tokens = estimator.text(state.system_prompt)
+    if placement == "message":
+        # The system prompt stays as the request renders it without a summary.
+        following = state.view[head_len] if head_len < len(state.view) else None
+        state.summary_message = summary_message(outcome.summary, following)
+        state.summary_size = estimator.message(state.summary_message)
+    else:
+        state.system_prompt = render_system_prompt(base_system_prompt, outcome.summary)
+        state.prompt_tokens = estimator.text(state.system_prompt)
     state.view = state.view[head_len:]
     state._function_ids = None
     state.sizes = state.sizes[head_len:]

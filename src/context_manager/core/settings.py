@@ -12,6 +12,7 @@ OverflowFallback = Literal["error", "drop_oldest"]
 EstimatorName = Literal["heuristic", "auto"]
 SummaryCheck = Literal["off", "append"]
 SummarizerFallback = Literal["none", "extractive"]
+SummaryPlacement = Literal["system_prompt", "message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,14 @@ class WorkerConfig:
     anchor_messages: int = 0
     summary_check: SummaryCheck = "off"
     summarizer_fallback: SummarizerFallback = "none"
+    # Cache-aware reduction (README "Cache-aware reduction"); the defaults leave every answer
+    # unchanged. ``reduce_to`` is a fraction of ``usable`` in (0, 1].
+    report_prefix: bool = False
+    reduce_to: float = 1.0
+    summary_reuse: bool = False
+    summary_placement: SummaryPlacement = "system_prompt"
+    # A fraction of ``usable`` in (0, 1], or None (compact only when over budget).
+    eager_compaction_at: float | None = None
     # The retention policy (README "Retention policy"); absent (None) runs no retention pass.
     retention: RetentionPolicy | None = None
 

@@ -9,7 +9,9 @@ from typing import Any
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.memo import SHARED_MEMO, MessageMemo
 from context_manager.core.reuse import CallReuse, decoding_policy
-from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock, TokenizerSource
+from context_manager.ports import (
+    Clock, LeaseStore, ModelResolver, SessionStore, Summarizer, SystemClock, TokenizerSource,
+)
 
 
 @dataclass(slots=True)
@@ -30,6 +32,8 @@ class HandlerContext:
     # The payload was parsed from JSON text (engine frame, command line), so it holds only what
     # JSON can carry; a Python caller's values may hold more (tuples, NaN, enums).
     payload_from_json: bool = False
+    # Remembered compactions for `summary_reuse`; None remembers nothing.
+    session_store: SessionStore | None = None
 
 
 def call_reuse(ctx: HandlerContext) -> CallReuse:

@@ -331,6 +331,49 @@ export function toolRuleLines(policy) {
 function policyText(policy) {
   return policy === undefined || policy === null ? '' : JSON.stringify(policy, null, 2)
 }
+// Cache-aware reduction: the prefix report, stable reduction steps, summary reuse.
+const CACHE_FRACTIONS = [
+  {
+    key: 'reduce_to',
+    label: 'Reduce to this share of the budget',
+    fallback: 1.0,
+    help: 'When older history must be rewritten to fit, reduce to this share of the usable budget (0 to 1) in content-defined steps, so later turns keep the prefix. 1 reduces just enough.',
+  },
+  {
+    key: 'eager_compaction_at',
+    label: 'Compact early at this share of the budget',
+    fallback: null,
+    fallbackText: 'off',
+    help: 'Compact once the context passes this share of the usable budget (0 to 1), before the window is full. Empty compacts only when over budget.',
+  },
+]
+
+const CACHE_SWITCHES = [
+  {
+    key: 'report_prefix',
+    label: 'Report where the prefix changes',
+    help: 'Every assembled answer reports the first message that differs from the request and whether the system prompt changed.',
+    fallbackText: 'off',
+    isOn: (v) => v === true,
+    valueFor: (on) => on,
+  },
+  {
+    key: 'summary_reuse',
+    label: 'Reuse summaries across calls',
+    help: 'Remember each history\'s last compaction and reuse it when a later call extends the summarised history.',
+    fallbackText: 'off',
+    isOn: (v) => v === true,
+    valueFor: (on) => on,
+  },
+  {
+    key: 'summary_placement',
+    label: 'Send the summary as a message',
+    help: 'Put the summary in a leading user message instead of the system prompt, so the system prompt stays the same across compactions.',
+    fallbackText: 'off (system prompt)',
+    isOn: (v) => v === 'message',
+    valueFor: (on) => (on ? 'message' : 'system_prompt'),
+  },
+]
 
 function objectOrEmpty(value) {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...value } : {}
@@ -391,6 +434,18 @@ export function ContextManagerConfigForm(props) {
     propose(next)
   }
 
+  const editFraction = (key, raw) => {
+    const next = { ...value }
+    if (raw === '') {
+      delete next[key]
+    } else {
+      const n = Number(raw)
+      if (!Number.isFinite(n) || n <= 0 || n > 1) return
+      next[key] = n
+    }
+    propose(next)
+  }
+
   const editText = (key, raw) => {
     const next = { ...value }
     if (raw === '') delete next[key]
@@ -432,6 +487,34 @@ export function ContextManagerConfigForm(props) {
         'aria-invalid': errorId ? true : undefined,
         'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
         onChange: (raw) => editNumber(field.key, raw),
+      }),
+      id,
+    )
+  }
+
+  const fractionRow = (field) => {
+    const id = `${ID_PREFIX}-${field.key}`
+    const errorId = errorIdFor(field.key)
+    const current = value[field.key]
+    return row(
+      field.key,
+      field.label,
+      field.help,
+      field.fallbackText ?? String(field.fallback),
+      h(Input, {
+        id,
+        className: 'ctx-cfg-control ctx-cfg-number',
+        type: 'number',
+        min: 0,
+        max: 1,
+        step: 0.05,
+        inputMode: 'decimal',
+        value: typeof current === 'number' ? String(current) : '',
+        placeholder: field.fallbackText ?? String(field.fallback),
+        'aria-label': field.label,
+        'aria-invalid': errorId ? true : undefined,
+        'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
+        onChange: (raw) => editFraction(field.key, raw),
       }),
       id,
     )
@@ -617,6 +700,29 @@ export function ContextManagerConfigForm(props) {
         null,
         ...RETENTION_NUMBERS.map(numberRow),
         ...RETENTION_SWITCHES.map((s) =>
+          switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
+            propose({ ...value, [s.key]: s.valueFor(on) }),
+          ),
+        ),
+      ),
+    ),
+    h(
+      SettingsSection,
+      {
+        title: 'Cache-aware reduction',
+        description:
+          'Keep the prompt prefix a provider caches stable across calls. The defaults change nothing.',
+      },
+      h(
+        SettingsList,
+        null,
+        ...CACHE_SWITCHES.slice(0, 1).map((s) =>
+          switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
+            propose({ ...value, [s.key]: s.valueFor(on) }),
+          ),
+        ),
+        ...CACHE_FRACTIONS.map(fractionRow),
+        ...CACHE_SWITCHES.slice(1).map((s) =>
           switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
             propose({ ...value, [s.key]: s.valueFor(on) }),
           ),

@@ -17,7 +17,8 @@ from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
 from context_manager.core.budget import preserve_recent
 from context_manager.ports import LeaseStore, SummarizeError, Summarizer
-from context_manager.core.compaction.selection import select
+from context_manager.core.compaction.selection import select, stepped_head
+from context_manager.core.passes.steps import step_tokens
 from context_manager.core.compaction.produce import produce_summary
 from context_manager.wire.decode import ModelInput
 from context_manager.ports import Clock, Estimator
@@ -125,7 +126,8 @@ async def _compact_view(
     budget = preserve_recent(request.usable, None)
     selection = select(view, request.sizes, budget, request.tail_turns,
                        user_less_compaction=request.config.user_less_compaction)
-    head_len = selection.head_len
+    head_len = stepped_head(view, request.sizes, selection.head_len,
+                            step_tokens(request.usable, request.config.reduce_to))
     if head_len == 0 or head_len >= len(view):
         return None  # nothing to summarise, or everything would be (assemble keeps a tail)
     tokens_before = sum(request.sizes[:head_len])

@@ -208,3 +208,20 @@ def render_system_prompt(base: str | None, summary: str | None) -> str:
     if not trimmed:
         return f"{SUMMARY_HEADING}\n\n{summary}"
     return f"{trimmed}\n\n{SUMMARY_HEADING}\n\n{summary}"
+
+
+def summary_message(summary: str, following: dict[str, Any] | None) -> dict[str, Any]:
+    """The summary as a message (``summary_placement: message``): a user message holding the
+    same section the system prompt would, timestamped as the message it precedes (0 when none)
+    so the same summary before the same tail is the same message on every call.
+
+    A user message because every provider accepts one first (Anthropic and Gemini take only user
+    and assistant turns and want a user turn first; a system message inside the list means
+    something else to OpenAI); a user message directly before another is merged into one turn
+    by the providers that require alternation.
+    """
+    timestamp = following.get("timestamp") if following is not None else None
+    if type(timestamp) is not int:
+        timestamp = 0
+    return {"role": "user", "content": [{"type": "text", "text": f"{SUMMARY_HEADING}\n\n{summary}"}],
+            "timestamp": timestamp}

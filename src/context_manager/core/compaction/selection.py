@@ -120,6 +120,39 @@ def select(
                  round_starts.__contains__)
 
 
+def stepped_head(messages: Sequence[dict[str, Any]], sizes: Sequence[int], head_len: int,
+                 step: int) -> int:
+    """``head_len`` moved forward to the first grid point of ``core.passes.steps`` that covers it.
+
+    The candidate cuts are the positions a tail may start at (safe cuts; round starts in a
+    window without a user message), never past the newest user message when ``head_len`` kept
+    it, and never the last message's position or beyond, so the tail keeps that message and
+    only shrinks: it still fits the budget ``select`` met. ``head_len`` is returned unchanged
+    when no grid point lies in that range, or ``step`` is 0.
+    """
+    if step <= 0 or head_len <= 0:
+        return head_len
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    if users:
+        starts = [i for i in range(1, len(messages) - 1) if is_safe_cut(messages[i])]
+        if head_len <= users[-1]:
+            starts = [i for i in starts if i <= users[-1]]
+    else:
+        starts = [start for start, _end in rounds(messages) if 0 < start < len(messages) - 1]
+    prefix = prefix_sums(sizes)
+    needed = prefix[head_len]
+    target = step
+    for start in starts:
+        removed = prefix[start]
+        if removed < target:
+            continue
+        if removed >= needed and start >= head_len:
+            return start
+        while target <= removed:
+            target += step
+    return head_len
+
+
 def prefix_sums(sizes: Sequence[int]) -> list[int]:
     """``prefix[e] - prefix[s]`` is the cost of the range ``[s, e)``."""
     return [0, *accumulate(sizes)]

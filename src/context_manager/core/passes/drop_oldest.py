@@ -12,12 +12,18 @@ A unit boundary that would separate a function call from a result answering it i
 boundary, so a call and its result are dropped together or kept together. The unit holding the
 newest user message is never dropped (the task of a single-task session stays), and in a window
 without a user message the newest unit stays, so the list is never emptied.
+
+With a ``step`` (``reduce_to`` below 1, ``core.passes.steps``) the units dropped are the first
+ones up to a grid point of the droppable units' tokens, counted from the oldest: consecutive
+calls on a growing history drop the same units until the rest no longer fits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from context_manager.core.passes.steps import grid_cut
 
 Message = dict[str, Any]
 
@@ -87,19 +93,26 @@ def units(view: list[Message]) -> tuple[list[tuple[int, int]], int | None]:
 
 
 def drop_oldest(view: list[Message], sizes: list[int], view_to_orig: list[int],
-                excess: int) -> DropResult:
-    """Drop the oldest units until at least ``excess`` tokens are gone (or nothing is left to drop)."""
+                excess: int, step: int = 0) -> DropResult:
+    """Drop the oldest units until at least ``excess`` tokens are gone (or nothing is left to drop);
+    with ``step > 0``, up to the first grid point that frees that much."""
     spans, kept = units(view)
+    droppable = [span for k, span in enumerate(spans) if k != kept]
+    if step > 0:
+        removable = [0]
+        for start, end in droppable:
+            removable.append(removable[-1] + sum(sizes[start:end]))
+        count = grid_cut(removable, excess, step)
+    else:
+        count, freed = 0, 0
+        while count < len(droppable) and freed < excess:
+            start, end = droppable[count]
+            freed += sum(sizes[start:end])
+            count += 1
     dropped = [False] * len(view)
-    freed = 0
-    for k, (start, end) in enumerate(spans):
-        if freed >= excess:
-            break
-        if k == kept:
-            continue
+    for start, end in droppable[:count]:
         for i in range(start, end):
             dropped[i] = True
-        freed += sum(sizes[start:end])
 
     ranges: list[list[int]] = []
     previous = False

@@ -103,9 +103,14 @@ def inline_reference(block: Block, function_id: str | None, original_tokens: int
 
 
 def emergency_reduce(
-    messages: list[Message], sizes: list[int], required: int, estimator: Estimator
+    messages: list[Message], sizes: list[int], required: int, estimator: Estimator,
+    *, oldest_first: bool = False,
 ) -> EmergencyResult:
-    """Replace the largest results until `required` tokens are freed; returns new lists."""
+    """Replace the largest results until `required` tokens are freed; returns new lists.
+
+    ``oldest_first`` (stable steps, ``reduce_to`` below 1) replaces them in transcript order
+    instead, so a longer history replaces the same results first and only adds newer ones.
+    """
     function_ids = resolve_inline_function_ids(messages)
     candidates: list[tuple[Location, int]] = []
     for index, message in enumerate(messages):
@@ -116,7 +121,7 @@ def emergency_reduce(
             if block["type"] == "function_result":
                 candidates.append(((index, block_index), result_tokens(block["content"], estimator)))
     # Largest first; the stable sort keeps transcript order among equal sizes.
-    ordered = sorted(candidates, key=lambda candidate: -candidate[1])
+    ordered = candidates if oldest_first else sorted(candidates, key=lambda candidate: -candidate[1])
 
     reduced = list(messages)
     new_sizes = list(sizes)

@@ -1,0 +1,102 @@
+"""`summary_placement: message` and `eager_compaction_at`."""
+
+from __future__ import annotations
+
+from context_manager import call
+from context_manager.core.compaction.prompts import summary_message
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.wire.decode import decode_message
+from helpers import user
+
+from test_drop_oldest import _session
+
+MESSAGE = {"summary_placement": "message"}
+
+
+def summariser(system: str, prompt: str, model: dict) -> str:
+    return "SUMMARY"
+
+
+def _payload(rounds: int, **extra) -> dict:
+    return {**_session(rounds, "ok"), "system_prompt": "base", **extra}
+
+
+def test_a_new_summary_leads_the_messages_and_the_system_prompt_stays():
+    answer = call("context::assemble", _payload(12), config={**MESSAGE, "report_prefix": True},
+                  summarizer=summariser)
+    applied = answer["applied"]
+    assert applied["compacted"] is True and applied["summary"] == "SUMMARY"
+    assert answer["system_prompt"] == "base"
+    tail = applied["tail_start_index"]
+    request = _payload(12)["messages"]
+    lead = answer["messages"][0]
+    assert lead == {"role": "user", "content": [{"type": "text", "text": "# Conversation summary\n\nSUMMARY"}],
+                    "timestamp": request[tail]["timestamp"]}
+    assert len(answer["messages"]) == 1 + len(request) - tail
+    assert answer["messages"][1]["timestamp"] == request[tail]["timestamp"]
+    assert answer["token_count"] <= answer["usable"]
+    assert applied["system_prompt_changed"] is False and applied["cache_break_index"] == 0
+
+
+def test_the_round_trip_sends_the_summary_back_as_the_same_message():
+    first = call("context::assemble", _payload(12), config=MESSAGE, summarizer=summariser)
+    tail = first["applied"]["tail_start_index"]
+    again = _payload(13, options={"previous_summary": first["applied"]["summary"]})
+    again["messages"] = again["messages"][tail:]
+    second = call("context::assemble", again, config={**MESSAGE, "report_prefix": True})
+    assert second["system_prompt"] == "base"
+    # the same leading message and tail as before: the provider's cached prefix holds
+    assert second["messages"][:len(first["messages"])] == first["messages"]
+    assert second["applied"]["cache_break_index"] is None
+    assert second["applied"]["system_prompt_changed"] is False
+    # the count includes the summary message
+    default = call("context::assemble", again)
+    assert "SUMMARY" in default["system_prompt"] and len(default["messages"]) == len(second["messages"]) - 1
+
+
+def test_the_summary_message_follows_a_pinned_anchor():
+    answer = call("context::assemble", _payload(12), config={**MESSAGE, "anchor_messages": 1},
+                  summarizer=summariser)
+    assert answer["applied"]["compacted"] is True
+    assert answer["messages"][0]["content"][0]["text"] == "fix the bug"
+    assert answer["messages"][1]["content"][0]["text"] == "# Conversation summary\n\nSUMMARY"
+    # both leading messages are counted as user messages
+    assert answer["breakdown"]["by_role"]["user"] == sum(
+        HEURISTIC.message(decode_message(m)) for m in answer["messages"] if m["role"] == "user")
+
+
+def test_default_placement_is_the_system_prompt():
+    answer = call("context::assemble", _payload(12), summarizer=summariser)
+    assert answer["system_prompt"] == "base\n\n# Conversation summary\n\nSUMMARY"
+    tail = answer["applied"]["tail_start_index"]
+    assert len(answer["messages"]) == len(_payload(12)["messages"]) - tail
+    assert answer["messages"][0]["timestamp"] == _payload(12)["messages"][tail]["timestamp"]
+
+
+def test_summary_message_shape():
+    assert summary_message("s", None) == {"role": "user", "content": [{"type": "text",
+                                                                       "text": "# Conversation summary\n\ns"}],
+                                          "timestamp": 0}
+    assert summary_message("s", user("x", ts=42))["timestamp"] == 42
+
+
+# --- eager compaction ---------------------------------------------------------------------------
+
+
+def test_eager_compaction_runs_before_the_window_is_full():
+    payload = _payload(8)  # ~6,900 tokens of 8,000 usable: fits
+    plain = call("context::assemble", payload, summarizer=summariser)
+    assert plain["applied"]["compacted"] is False
+    eager = call("context::assemble", payload, config={"eager_compaction_at": 0.8}, summarizer=summariser)
+    assert plain["applied"]["initial_token_count"] > 0.8 * 8000
+    assert eager["applied"]["compacted"] is True
+    assert eager["token_count"] < plain["token_count"]
+    late = call("context::assemble", payload, config={"eager_compaction_at": 0.9}, summarizer=summariser)
+    assert late["applied"]["initial_token_count"] <= 0.9 * 8000
+    assert late["applied"]["compacted"] is False
+
+
+def test_eager_compaction_without_a_summariser_changes_nothing():
+    payload = _payload(8)
+    assert (call("context::assemble", payload, config={"eager_compaction_at": 0.5})
+            == call("context::assemble", payload))
