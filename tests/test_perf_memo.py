@@ -200,7 +200,7 @@ def with_value(where: str, value: Any) -> dict[str, Any]:
     """A payload carrying ``value`` at one place a number can sit in a history or a tools list."""
     call = {"type": "function_call", "id": "c1", "function_id": "f", "arguments": {"x": "v"}}
     assistant = {**ASSISTANT, "content": [call], "usage": {"input": 10}}
-    result = dict(RESULT)
+    result = {**RESULT, "details": None, "is_error": False}  # canonical: used as it is when parsed
     if where == "arguments":
         call["arguments"] = {"x": value}
     elif where == "array":

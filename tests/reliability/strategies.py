@@ -173,6 +173,8 @@ def _call_round(draw: st.DrawFn, next_call: list[int]) -> list[dict[str, Any]]:
                                       "function_id": c["function_id"], "content": output()}
             if draw(rare(8)):
                 result["details"] = draw(free_form)
+            if draw(rare(3)):  # spelled out as decoding fills it in (or true)
+                result["is_error"] = draw(st.booleans())
             messages.append(result)
     return messages
 

@@ -120,6 +120,11 @@ def calling(arguments: object) -> dict:
                                                        "arguments": arguments}]}]}
 
 
+def detailing(details: object) -> dict:
+    return {"messages": [{"role": "function_result", "function_call_id": "c1", "function_id": "f", "timestamp": 3,
+                          "content": [{"type": "text", "text": "t"}], "details": details, "is_error": False}]}
+
+
 def costing(cost: float) -> dict:
     return {"messages": [{"role": "assistant", "stop_reason": "end", "model": "m", "provider": "p", "timestamp": 3,
                           "usage": {"input": 1, "cost_usd": cost}, "content": [{"type": "text", "text": "t"}]}]}
@@ -134,6 +139,12 @@ def called(arguments: bytes) -> bytes:
             b'"stop_reason":"function_call","timestamp":3}]' + PRUNED_NOTHING)
 
 
+def detailed(details: bytes) -> bytes:
+    return (b'{"messages":[{"content":[{"text":"t","type":"text"}],"details":' + details
+            + b',"function_call_id":"c1","function_id":"f","is_error":false,"role":"function_result","timestamp":3}]'
+            + PRUNED_NOTHING)
+
+
 def cost(text: bytes) -> bytes:
     return (b'{"messages":[{"content":[{"text":"t","type":"text"}],"model":"m","provider":"p",'
             b'"role":"assistant","stop_reason":"end","timestamp":3,"usage":{"cost_usd":' + text
@@ -146,6 +157,8 @@ def cost(text: bytes) -> bytes:
     (calling({"a": [1, -0.0]}), calling({"a": [1, 0.0]}), called(b'{"a":[1,0.0]}')),
     (calling({"a": {"b": [{"c": 0.0}]}}), calling({"a": {"b": [{"c": -0.0}]}}), called(b'{"a":{"b":[{"c":-0.0}]}}')),
     (calling([-0.0]), calling([0.0]), called(b"[0.0]")),
+    (detailing({"exit": -0.0}), detailing({"exit": 0.0}), detailed(b'{"exit":0.0}')),
+    (detailing([0.0]), detailing([-0.0]), detailed(b"[-0.0]")),
     (costing(-0.0), costing(0.0), cost(b"0.0")),
     (costing(0.0), costing(-0.0), cost(b"-0.0")),
 ])
