@@ -102,12 +102,13 @@ FIXED_DEFECTS = (
      "test_the_assembled_total_saturates_at_the_largest_64_bit_count"),
     ("an unexpected handler exception reached engine callers with the worker's Python traceback",
      "test_unexpected_errors_answer_without_the_worker_traceback (tests/test_engine_client.py)"),
-    ("the worker's memo answered a message holding `0.0` with the `-0.0` of a remembered copy (and "
-     "the reverse), in function-call arguments, details and usage costs: Python's `-0.0 == 0.0`",
+    (("the worker's memo answered a message holding `0.0` with the `-0.0` of a remembered copy "
+      "(and the reverse), in function-call arguments, details and usage costs: Python's "
+      "`-0.0 == 0.0`"),
      "test_a_remembered_zero_never_answers_for_the_zero_of_the_other_sign"),
-    ("the worker's memo answered an inline `function_result` block without `is_error` with a "
-     "remembered copy that spelled `\"is_error\":false` (the defaults were keyed by member name; "
-     "only the function_result message fills `is_error` in)",
+    (("the worker's memo answered an inline `function_result` block without `is_error` with a "
+      "remembered copy that spelled `\"is_error\":false` (the defaults were keyed by member name; "
+      "only the function_result message fills `is_error` in)"),
      "test_a_remembered_inline_result_answers_only_for_its_own_spelling_of_is_error"),
 )
 
