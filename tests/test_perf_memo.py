@@ -273,4 +273,5 @@ def test_library_calls_decode_afresh_so_a_nan_is_refused_after_equal_calls() -> 
     nan_tools = [{**tools[0], "parameters": {"default": float("nan")}}]
     with pytest.raises(CallError) as caught:
         api.call("context::assemble", {**payload, "tools": nan_tools})
-    assert (caught.value.code, caught.value.message) == ("invocation_failed", "serialization error: number out of range")
+    assert (caught.value.code, caught.value.message) == (
+        "invocation_failed", "serialization error: number out of range")

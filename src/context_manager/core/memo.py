@@ -10,10 +10,10 @@ Finding an entry costs no serialization: a bucket key made of a few cheap member
 timestamp, ...) selects a candidate, and the raw message must then equal the candidate's
 canonical dict (`==`, a C-speed walk that compares the strings byte by byte) with every number
 and boolean of the same type (`==` alone says ``1 == 1.0 == True``) and every zero float of
-the same sign (``-0.0 == 0.0``, which JSON writes apart). A raw message whose
-members differ from the canonical set only as plain decoding of that role or block type allows
-(an absent ``details``, a null ``signature``...) is compared with a reshaped copy of the
-canonical dict made once per entry.
+the same sign (``-0.0 == 0.0``, which JSON writes apart). A raw message whose members differ
+from the canonical set only as plain decoding of its role or block types allows (an absent
+``details``, a null ``signature``...) is compared with a reshaped copy of the canonical dict
+made once per entry.
 
 The memo is bounded by the bytes of text its entries hold (plus a fixed overhead each), least
 recently used first out. Entries are immutable values shared by every call that finds them:
@@ -40,7 +40,6 @@ ENTRY_OVERHEAD_BYTES = 400
 BLOCK_OVERHEAD_BYTES = 120
 # Keys of the first messages of histories met once; cleared whole when full.
 MAX_SEEN_KEYS = 10_000
-
 
 
 class Shape(NamedTuple):
@@ -159,7 +158,8 @@ def _probes(value: Any, path: Path, out: dict[Path, list[tuple[Any, Any]]]) -> N
         if kind is dict or kind is list:
             _probes(item, path + (name,), out)
         elif kind is float and item == 0.0:
-            out.setdefault(path, []).append((name, _NEGATIVE_ZERO if math.copysign(1.0, item) < 0 else _POSITIVE_ZERO))
+            sign = _NEGATIVE_ZERO if math.copysign(1.0, item) < 0 else _POSITIVE_ZERO
+            out.setdefault(path, []).append((name, sign))
         elif kind is int or kind is float or kind is bool:
             out.setdefault(path, []).append((name, kind))
 
