@@ -11,7 +11,7 @@ import pytest
 from context_manager import api
 from context_manager.wire import decode as t
 from context_manager.wire.codec import dumps, dumps_wire
-from context_manager.wire.errors import DecodeError
+from context_manager.wire.errors import CallError, DecodeError
 from context_manager.core.intake import Intake
 from context_manager.core.memo import MessageMemo, remembered
 from context_manager.core.reuse import decoding_policy
@@ -188,3 +188,90 @@ def test_library_calls_never_share_dicts_with_later_calls() -> None:
     again = api.call("context::assemble", parsed(payload))
     assert again == first[0]
     assert again["messages"][0] is not first[1]["messages"][0]
+
+
+# --- values Python's `==` confuses and JSON does not ----------------------------------------------
+
+TWINS = [(0, 0.0), (0.0, -0.0), (-0.0, 0), (1, 1.0), (1, True), (0, False), (1.0, True),
+         (2**53, 2.0**53), (-7, -7.0), (0.0, False)]
+
+
+def with_value(where: str, value: Any) -> dict[str, Any]:
+    """A payload carrying ``value`` at one place a number can sit in a history or a tools list."""
+    call = {"type": "function_call", "id": "c1", "function_id": "f", "arguments": {"x": "v"}}
+    assistant = {**ASSISTANT, "content": [call], "usage": {"input": 10}}
+    result = {**RESULT, "details": None, "is_error": False}  # canonical: used as it is when parsed
+    if where == "arguments":
+        call["arguments"] = {"x": value}
+    elif where == "array":
+        call["arguments"] = {"x": ["a", 1, value]}
+    elif where == "nested":
+        call["arguments"] = {"x": {"y": [{"z": value}], "w": 1.5}}
+    elif where == "bare":
+        call["arguments"] = value
+    elif where == "details":
+        result["details"] = {"exit": [value]}
+    elif where == "cost":
+        assistant["usage"] = {"input": 10, "cost_usd": value}
+    return {"messages": [USER, assistant, result],
+            "model": {"id": "m", "limits": {"context_window": 100000, "max_output_tokens": 100}}}
+
+
+def answer(payload: dict[str, Any], memo: MessageMemo | None, from_json: bool) -> bytes:
+    ctx = HandlerContext(memo=memo, payload_from_json=from_json)
+    try:
+        return dumps_wire(asyncio.run(api.call_async("context::assemble", parsed(payload), ctx)))
+    except CallError as exc:
+        return f"{exc.code}: {exc.message}".encode()
+
+
+def same_cost(a: Any, b: Any) -> bool:
+    """Does ``cost_usd`` decode both alike? Any number is written back as a float."""
+    return type(a) is not bool and type(b) is not bool and repr(float(a)) == repr(float(b))
+
+
+PAIRS = TWINS + [(b, a) for a, b in TWINS]
+CASES = [(first, then, where) for first, then in PAIRS
+         for where in ("arguments", "array", "nested", "bare", "details", "cost")
+         if where != "cost" or not same_cost(first, then)]
+
+
+@pytest.mark.parametrize("from_json", [True, False], ids=["parsed", "values"])
+@pytest.mark.parametrize("first, then, where", CASES)
+def test_a_value_equal_in_python_but_not_in_json_is_never_served_for_its_twin(first: Any, then: Any, where: str,
+                                                                              from_json: bool) -> None:
+    memo = MessageMemo()
+    for _ in range(2):  # seen, then remembered
+        answer(with_value(where, first), memo, from_json)
+    served = answer(with_value(where, then), memo, from_json)
+    assert served == answer(with_value(where, then), None, from_json)
+    # The pair really is written apart (or refused apart), so the check above can fail.
+    assert served != answer(with_value(where, first), None, from_json)
+
+
+def tools(value: Any) -> list[dict[str, Any]]:
+    return [{"name": "t", "description": "d", "parameters": {"default": [value]}}]
+
+
+@pytest.mark.parametrize("first, then", PAIRS)
+def test_a_tools_list_is_shared_only_with_the_same_json_text(first: Any, then: Any) -> None:
+    memo = MessageMemo()
+    kept = memo.decode_value("tools", parsed(tools(first)), t.decode_tools)
+    served = memo.decode_value("tools", parsed(tools(then)), t.decode_tools)
+    assert served is not kept
+    assert dumps(served) == dumps(t.decode_tools(tools(then))) != dumps(kept)
+
+
+def test_library_calls_decode_afresh_so_a_nan_is_refused_after_equal_calls() -> None:
+    # orjson writes NaN as null, so a memo keyed by JSON text could not tell them apart; library
+    # calls (the one way to pass a NaN) run without a memo.
+    tools = [{"name": "t", "description": "d", "parameters": {"default": None}}]
+    payload = {"messages": [USER], "tools": tools,
+               "model": {"id": "m", "limits": {"context_window": 100000, "max_output_tokens": 100}}}
+    for _ in range(3):
+        api.call("context::assemble", parsed(payload))
+    nan_tools = [{**tools[0], "parameters": {"default": float("nan")}}]
+    with pytest.raises(CallError) as caught:
+        api.call("context::assemble", {**payload, "tools": nan_tools})
+    assert (caught.value.code, caught.value.message) == (
+        "invocation_failed", "serialization error: number out of range")

@@ -97,11 +97,22 @@ def test_the_raw_estimator_counts_and_sets() -> None:
     assert raw_estimate._USAGE_FLOAT_SET == {"cost_usd"}
 
 
-def test_the_memo_tables() -> None:
-    assert memo._NULLABLE == {"signature", "attachment_id", "native_stop_reason", "error_message", "error_kind",
-                              "warnings", "usage", "display", "details", "is_error"}
-    assert memo._DEFAULTS == {"details": None, "arguments": None, "is_error": False}
-    assert type(memo._DEFAULTS["is_error"]) is bool
+def test_the_memo_tables_are_per_kind() -> None:
+    assert {role: tuple(shape) for role, shape in memo.MESSAGE_SHAPES.items()} == {
+        "user": (set(), {}, {"content"}),
+        "assistant": ({"native_stop_reason", "error_message", "error_kind", "warnings", "usage"}, {}, {"content"}),
+        "function_result": (set(), {"details": None, "is_error": False}, {"content"}),
+        "custom": ({"display", "details"}, {}, {"content"}),
+    }
+    assert {kind: tuple(shape) for kind, shape in memo.BLOCK_SHAPES.items()} == {
+        "text": (set(), {}, set()),
+        "image": ({"attachment_id"}, {}, set()),
+        "file": (set(), {}, set()),
+        "thinking": ({"signature"}, {}, set()),
+        "function_call": (set(), {"arguments": None}, set()),
+        "function_result": ({"is_error"}, {}, {"content"}),  # absent stays absent: no default here
+    }
+    assert type(memo.MESSAGE_SHAPES["function_result"].defaults["is_error"]) is bool
 
 
 def test_every_name_a_fast_path_tests_is_a_member_of_its_record() -> None:

@@ -3,8 +3,11 @@ and options, kept small so that thousands of cases run in seconds.
 
 Histories are well formed the way an agent loop writes them: every function call is answered
 right after the assistant message that made it (as ``function_result`` messages or as inline
-blocks of one user message), timestamps are unique and increasing, and custom messages, images
-and thinking blocks are sprinkled in. Result texts are long enough, relative to the small
+blocks of one user message, whose ``is_error`` may be left out or spelled out), timestamps are
+unique and increasing, and custom messages, images, thinking blocks and usage are sprinkled
+in. Free-form values and costs often hold numbers Python's `==` confuses (``0``, ``0.0``,
+``-0.0``, ``1.0``, ``True``...), and ``twinned`` turns a message into its twin, equal in
+Python but written differently in JSON. Result texts are long enough, relative to the small
 thresholds the configurations draw, to make cap, prune, compaction and emergency reduction run.
 """
 
@@ -39,9 +42,11 @@ any_text = st.one_of(short_text, short_text, long_text)
 # What people type and models answer: mostly short, now and then long.
 prose = st.one_of(short_text, short_text, short_text, short_text, long_text)
 
+# Numbers Python's `==` takes for one another while JSON writes them apart (see ``twinned``).
+twin_numbers = st.sampled_from([0, 0.0, -0.0, 1, 1.0, -1.0, True, False, 2**53, 2.0**53])
 json_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1),
-    st.floats(allow_nan=False, allow_infinity=False), short_text,
+    st.floats(allow_nan=False, allow_infinity=False), short_text, twin_numbers,
 )
 free_form = st.recursive(
     json_leaf,
@@ -49,7 +54,42 @@ free_form = st.recursive(
                             st.dictionaries(short_text, inner, max_size=3)),
     max_leaves=6,
 )
+costs = st.one_of(st.sampled_from([0.0, -0.0, 0, 1, 1.0, 2.0**53]),
+                  st.floats(0.0, 50.0), st.integers(0, 10**6))
 
+
+def twin(value: Any) -> Any:
+    """A different JSON value that Python's `==` says is ``value``: the zero of the other sign,
+    a boolean as its integer, an integer as its float, an integral float as its integer; any
+    other value as it is. Containers are twinned leaf by leaf."""
+    kind = type(value)
+    if kind is dict:
+        return {key: twin(item) for key, item in value.items()}
+    if kind is list:
+        return [twin(item) for item in value]
+    if kind is bool:
+        return int(value)
+    if kind is int and abs(value) <= 2**53:
+        return float(value)
+    if kind is float and value == 0.0:
+        return -value
+    if kind is float and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    return value
+
+
+def twinned(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with every free-form value and usage cost twinned (see ``twin``): equal to it
+    in Python, another message in JSON."""
+    out = dict(message)
+    if "details" in out:
+        out["details"] = twin(out["details"])
+    if "usage" in out:
+        out["usage"] = {name: twin(value) if name == "cost_usd" and type(value) is not bool else value
+                        for name, value in out["usage"].items()}
+    out["content"] = [{**b, "arguments": twin(b["arguments"])} if b["type"] == "function_call" and "arguments" in b
+                      else b for b in out["content"]]
+    return out
 
 
 
@@ -64,9 +104,19 @@ def user(content: list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def assistant(content: list[dict[str, Any]], stop: str = "end") -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "stop_reason": stop,
-            "model": "m", "provider": "p"}
+def assistant(content: list[dict[str, Any]], stop: str = "end", usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    message = {"role": "assistant", "content": content, "stop_reason": stop, "model": "m", "provider": "p"}
+    if usage is not None:
+        message["usage"] = usage
+    return message
+
+
+@st.composite
+def _usage(draw: st.DrawFn) -> dict[str, Any] | None:
+    """Now and then the usage a provider reported, with a cost (zeros of both signs included)."""
+    if not draw(rare(4)):
+        return None
+    return {"input": draw(st.integers(0, 10**6)), "output": draw(st.integers(0, 10**4)), "cost_usd": draw(costs)}
 
 
 def custom(text: str) -> dict[str, Any]:
@@ -87,7 +137,7 @@ def _assistant_reply(draw: st.DrawFn) -> list[dict[str, Any]]:
     if draw(rare(6)):
         blocks.append({"type": "thinking", "text": draw(short_text)})
     blocks.append({"type": "text", "text": draw(prose)})
-    return [assistant(blocks)]
+    return [assistant(blocks, usage=draw(_usage()))]
 
 
 @st.composite
@@ -99,7 +149,7 @@ def _call_round(draw: st.DrawFn, next_call: list[int]) -> list[dict[str, Any]]:
         calls.append({"type": "function_call", "id": f"c{next_call[0]}",
                       "function_id": draw(st.sampled_from(FUNCTION_IDS)),
                       "arguments": draw(st.one_of(st.just({}), free_form))})
-    messages = [assistant(calls, "function_call")]
+    messages = [assistant(calls, "function_call", draw(_usage()))]
 
     def output() -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = [{"type": "text", "text": draw(any_text)}]
@@ -108,14 +158,23 @@ def _call_round(draw: st.DrawFn, next_call: list[int]) -> list[dict[str, Any]]:
         return blocks
 
     if draw(rare(4)):
-        messages.append(user([{"type": "function_result", "function_call_id": c["id"],
-                               "content": output()} for c in calls]))
+        inline = []
+        for c in calls:
+            block: dict[str, Any] = {"type": "function_result", "function_call_id": c["id"], "content": output()}
+            # An inline result's `is_error` is left out, spelled out as false, or true.
+            flag = draw(st.sampled_from([None, None, False, True]))
+            if flag is not None:
+                block["is_error"] = flag
+            inline.append(block)
+        messages.append(user(inline))
     else:
         for c in calls:
             result: dict[str, Any] = {"role": "function_result", "function_call_id": c["id"],
                                       "function_id": c["function_id"], "content": output()}
             if draw(rare(8)):
                 result["details"] = draw(free_form)
+            if draw(rare(3)):  # spelled out as decoding fills it in (or true)
+                result["is_error"] = draw(st.booleans())
             messages.append(result)
     return messages
 

@@ -1,9 +1,9 @@
 """The worker's history reader never changes an answer.
 
 Each case sends an agent loop's requests as engine frames (a history grown turn by turn, resent,
-edited in place, respelled, written with whitespace, broken) through one reader and one memo, and
-every answer must be byte-identical to the answer to a plain parse with no memo at all, errors
-included.
+edited in place, respelled, twinned, written with whitespace, broken) through one reader and one
+memo, and every answer must be byte-identical to the answer to a plain parse with no memo at
+all, errors included.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from context_manager.core.memo import MessageMemo
 from context_manager.handlers.context import HandlerContext
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 
-from .strategies import assemble_options, configs, histories, models
+from .strategies import assemble_options, configs, histories, models, twinned
 from .support import run
 from .test_memo_equivalence import edited, respelled
 
@@ -57,8 +57,8 @@ def answer(function_id: str, data: bytes, config: dict[str, Any], reader: Histor
 @settings(max_examples=400, derandomize=True, database=None, deadline=None)
 @given(history=histories(max_rounds=8), model=models(), config=configs(), options=assemble_options(),
        function_id=st.sampled_from(FUNCTIONS),
-       spellings=st.lists(st.sampled_from(["compact"] * 6 + ["indented", "broken"]), min_size=9,
-                          max_size=9))
+       spellings=st.lists(st.sampled_from(["compact"] * 6 + ["indented", "broken"]), min_size=10,
+                          max_size=10))
 def test_answers_through_the_reader_equal_answers_to_a_plain_parse(history, model, config, options,
                                                                   function_id, spellings):
     reader = HistoryReader(("data", "messages"), min_bytes=0)
@@ -72,6 +72,7 @@ def test_answers_through_the_reader_equal_answers_to_a_plain_parse(history, mode
         turns.append([*history[:-1], edited(history[-1]), nxt])
         turns.append([respelled(m) for m in history])
         turns.append([edited(history[0]), *history[1:]])
+        turns.append([twinned(m) for m in history])
     for messages, spelling in zip(turns, spellings):
         data = frame({**base, "messages": copy.deepcopy(messages)}, spelling)
         assert answer(function_id, data, config, reader, memo) == answer(function_id, data, config, None, None)

@@ -2,8 +2,9 @@
 
 Each case runs a history through the handlers with a fresh memo several times, the way an agent
 loop does (the same history, then one grown by a message, then one with a message edited in
-place, then one whose messages spell defaults and numbers differently), and every answer must
-be byte-identical to the same call made without any memo.
+place, then one whose messages spell defaults and numbers differently, then its twin, every
+number Python's `==` confuses replaced by its twin), and every answer must be byte-identical to
+the same call made without any memo.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from context_manager.core.memo import MessageMemo
 from context_manager.handlers.context import HandlerContext
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 
-from .strategies import assemble_options, configs, histories, models, system_prompts, tools
+from .strategies import assemble_options, configs, histories, models, system_prompts, tools, twinned
 from .support import run
 
 FUNCTIONS = ("context::count-tokens", "context::prune", "context::assemble")
@@ -37,17 +38,27 @@ def answer(function_id: str, payload: dict[str, Any], config: dict[str, Any],
         return f"{exc.code}: {exc.message}".encode()
 
 
+def _flag_toggled(record: dict[str, Any]) -> dict[str, Any]:
+    """``is_error`` left out if present, spelled out as false if absent."""
+    out = dict(record)
+    if "is_error" in out:
+        del out["is_error"]
+    else:
+        out["is_error"] = False
+    return out
+
+
 def respelled(message: dict[str, Any]) -> dict[str, Any]:
-    """The same message as a caller may spell it: defaults written out or left out."""
+    """The message as a caller may spell it: defaults written out or left out (which, for an
+    inline result's ``is_error``, is another message)."""
     out = dict(message)
     if out["role"] == "function_result":
-        if "is_error" in out:
-            del out["is_error"]
-        else:
-            out["is_error"] = False
+        out = _flag_toggled(out)
         out.setdefault("details", None)
     out["content"] = [
-        {**b, "arguments": {"n": 1.0}} if b["type"] == "function_call" else b for b in out["content"]
+        {**b, "arguments": {"n": 1.0}} if b["type"] == "function_call"
+        else _flag_toggled(b) if b["type"] == "function_result" else b
+        for b in out["content"]
     ]
     return out
 
@@ -81,6 +92,7 @@ def test_answers_with_a_memo_equal_answers_without(history, model, config, optio
     if history:
         turns.append([*history[:-1], edited(history[-1])])
         turns.append([respelled(m) for m in history])
+        turns.append([twinned(m) for m in history])
     for messages in turns:
         payload = {**base, "messages": messages}
         assert answer(function_id, payload, config, memo) == answer(function_id, payload, config, None)

@@ -9,9 +9,11 @@ call skips that work for every message it has seen.
 Finding an entry costs no serialization: a bucket key made of a few cheap members (role,
 timestamp, ...) selects a candidate, and the raw message must then equal the candidate's
 canonical dict (`==`, a C-speed walk that compares the strings byte by byte) with every number
-and boolean of the same type (`==` alone says ``1 == 1.0 == True``). A raw message whose
-members differ from the canonical set only by defaults (absent ``details``, a null
-``signature``...) is compared with a reshaped copy of the canonical dict made once per entry.
+and boolean of the same type (`==` alone says ``1 == 1.0 == True``) and every zero float of
+the same sign (``-0.0 == 0.0``, which JSON writes apart). A raw message whose members differ
+from the canonical set only as plain decoding of its role or block types allows (an absent
+``details``, a null ``signature``...) is compared with a reshaped copy of the canonical dict
+made once per entry.
 
 The memo is bounded by the bytes of text its entries hold (plus a fixed overhead each), least
 recently used first out. Entries are immutable values shared by every call that finds them:
@@ -22,13 +24,15 @@ user code (``api.call``) run without a memo. Which memo a call uses, if any, is 
 
 from __future__ import annotations
 
+import math
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import orjson
 
 from context_manager.wire.lru import ByteLRU, SeenKeys
-from context_manager.wire.schema import BLOCKS, MESSAGES, Presence, filled_defaults, names_in
+from context_manager.wire.schema import (BLOCK_LIST, BLOCK_TAG, BLOCKS, MESSAGE_TAG, MESSAGES, Presence, Record,
+                                         filled_defaults, names)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Rough resident cost of an entry besides its text: dicts, lists and the bookkeeping around them.
@@ -37,11 +41,29 @@ BLOCK_OVERHEAD_BYTES = 120
 # Keys of the first messages of histories met once; cleared whole when full.
 MAX_SEEN_KEYS = 10_000
 
-# Members a message or block may carry as explicit null while its canonical form omits them.
-_NULLABLE = names_in((*MESSAGES.values(), *BLOCKS.values()), Presence.OMITTED)
-# Members whose canonical default is filled in when absent from the raw message or block.
-_DEFAULTS: dict[str, Any] = filled_defaults((*MESSAGES.values(), *BLOCKS.values()))
+
+class Shape(NamedTuple):
+    """How plain decoding of one record kind (a role, a block type) reshapes a raw record."""
+
+    nullable: frozenset[str]  # members an explicit null leaves out of the canonical form
+    defaults: dict[str, Any]  # members the canonical form fills in when absent, with the value
+    blocks: frozenset[str]  # members holding content blocks, reshaped block by block
+
+
+def _shape(record: Record) -> Shape:
+    return Shape(frozenset(names(record, presence=Presence.OMITTED)), filled_defaults((record,)),
+                 frozenset(names(record, of_type=BLOCK_LIST)))
+
+
+# Per kind: a member's name alone does not say how it decodes (an absent `is_error` is `false`
+# in a function_result message but stays absent in an inline function_result block).
+MESSAGE_SHAPES = {role: _shape(record) for role, record in MESSAGES.items()}
+BLOCK_SHAPES = {kind: _shape(record) for kind, record in BLOCKS.items()}
 _UNSHAPED = object()  # the raw shape could not be matched: the entry never serves that shape
+# A zero float is probed by its sign instead of its type: the one pair of distinct JSON numbers
+# `==` (and hence every other check here) cannot tell apart. Neither marker is any value's type.
+_POSITIVE_ZERO = object()
+_NEGATIVE_ZERO = object()
 
 Path = tuple[Any, ...]
 
@@ -56,9 +78,10 @@ class Entry:
         self.key = key
         self.raw: Any = None  # the parsed message last found to be this entry's
         self.expect: Any = None  # what a raw message must equal; None until first needed
-        # Numbers and booleans to type-check: the message's own members, then nested ones.
-        self.top: tuple[tuple[Any, type], ...] = ()
-        self.probes: tuple[tuple[Path, tuple[tuple[Any, type], ...]], ...] = ()
+        # Numbers and booleans to type-check (zero floats: sign-check), the message's own
+        # members, then nested ones.
+        self.top: tuple[tuple[Any, Any], ...] = ()
+        self.probes: tuple[tuple[Path, tuple[tuple[Any, Any], ...]], ...] = ()
         self.derived: dict[Any, Any] = {}
 
 
@@ -77,29 +100,34 @@ def _approx_bytes(message: dict[str, Any]) -> int:
     return size
 
 
-def _reshaped(canonical: dict[str, Any], raw: Any) -> Any:
-    """A message or block ``canonical`` with the raw record's member set, or _UNSHAPED.
+def _reshaped(canonical: dict[str, Any], raw: Any, shapes: dict[str, Shape] = MESSAGE_SHAPES,
+              tag: str = MESSAGE_TAG) -> Any:
+    """A message (or, with the block shapes and tag, a block) ``canonical`` with the raw
+    record's member set, or _UNSHAPED: equal to ``raw`` exactly when plain decoding of ``raw``
+    gives ``canonical``, given the same types.
 
-    A member the canonical dict carries as a default may be absent from the raw one, and a
-    member the canonical dict omits may be an explicit null in the raw one; anything else
-    (unknown members, a different block list) cannot be reshaped. Free-form values are
-    compared as they are.
+    A member the canonical dict carries as its kind's default may be absent from the raw one,
+    and a member the kind omits when null may be an explicit null in the raw one; anything else
+    (unknown members, a different block list) cannot be reshaped. Free-form values are compared
+    as they are.
     """
     if type(raw) is not dict:
         return _UNSHAPED
+    shape = shapes[canonical[tag]]
+    defaults = shape.defaults
     out: dict[str, Any] = {}
     for name, value in canonical.items():
         if name in raw:
-            if name == "content":
+            if name in shape.blocks:
                 value = _reshaped_blocks(value, raw[name])
                 if value is _UNSHAPED:
                     return _UNSHAPED
             out[name] = value
-        elif name not in _DEFAULTS or type(value) is not type(_DEFAULTS[name]) or value != _DEFAULTS[name]:
+        elif name not in defaults or type(value) is not type(defaults[name]) or value != defaults[name]:
             return _UNSHAPED
     for name, value in raw.items():
         if name not in canonical:
-            if value is not None or name not in _NULLABLE:
+            if value is not None or name not in shape.nullable:
                 return _UNSHAPED
             out[name] = None
     return out
@@ -110,16 +138,17 @@ def _reshaped_blocks(blocks: list[dict[str, Any]], raw: Any) -> Any:
         return _UNSHAPED
     out = []
     for block, raw_block in zip(blocks, raw):
-        item = _reshaped(block, raw_block)
+        item = _reshaped(block, raw_block, BLOCK_SHAPES, BLOCK_TAG)
         if item is _UNSHAPED:
             return _UNSHAPED
         out.append(item)
     return out
 
 
-def _probes(value: Any, path: Path, out: dict[Path, list[tuple[Any, type]]]) -> None:
-    """The numbers and booleans of ``value`` (the leaves ``==`` cannot tell apart), grouped by
-    the path of the container holding them."""
+def _probes(value: Any, path: Path, out: dict[Path, list[tuple[Any, Any]]]) -> None:
+    """The numbers and booleans of ``value`` (the leaves ``==`` cannot tell apart), each with
+    its type or, for a zero float, its sign marker, grouped by the path of the container
+    holding them."""
     if type(value) is dict:
         items: Any = value.items()
     else:
@@ -128,17 +157,31 @@ def _probes(value: Any, path: Path, out: dict[Path, list[tuple[Any, type]]]) -> 
         kind = type(item)
         if kind is dict or kind is list:
             _probes(item, path + (name,), out)
+        elif kind is float and item == 0.0:
+            sign = _NEGATIVE_ZERO if math.copysign(1.0, item) < 0 else _POSITIVE_ZERO
+            out.setdefault(path, []).append((name, sign))
         elif kind is int or kind is float or kind is bool:
             out.setdefault(path, []).append((name, kind))
 
 
-def _same_types(raw: Any, probes: tuple[tuple[Path, tuple[tuple[Any, type], ...]], ...]) -> bool:
+def _same_zero(value: Any, kind: Any) -> bool:
+    """Is ``value``, of another type than ``kind``, the zero float that ``kind`` marks? Only
+    called once the type test failed, so leaves that are not zeros cost nothing more."""
+    if type(value) is not float or value != 0.0:
+        return False
+    if kind is _NEGATIVE_ZERO:
+        return math.copysign(1.0, value) < 0
+    return kind is _POSITIVE_ZERO and math.copysign(1.0, value) > 0
+
+
+def _same_types(raw: Any, probes: tuple[tuple[Path, tuple[tuple[Any, Any], ...]], ...]) -> bool:
     for path, leaves in probes:
         container = raw
         for step in path:
             container = container[step]
         for name, kind in leaves:
-            if type(container[name]) is not kind:
+            value = container[name]
+            if type(value) is not kind and not _same_zero(value, kind):
                 return False
     return True
 
@@ -214,7 +257,8 @@ class MessageMemo:
                         expect = self._expectation(raw, entry)
                     if raw == expect:
                         for name, kind in entry.top:
-                            if type(raw[name]) is not kind:
+                            value = raw[name]
+                            if type(value) is not kind and not _same_zero(value, kind):
                                 break
                         else:
                             if not entry.probes or _same_types(raw, entry.probes):
@@ -264,7 +308,7 @@ class MessageMemo:
         message = entry.message
         expect = message if raw == message else _reshaped(message, raw)
         if expect is not _UNSHAPED:
-            found: dict[Path, list[tuple[Any, type]]] = {}
+            found: dict[Path, list[tuple[Any, Any]]] = {}
             _probes(expect, (), found)
             entry.top = tuple(found.pop((), ()))
             entry.probes = tuple((path, tuple(leaves)) for path, leaves in found.items())

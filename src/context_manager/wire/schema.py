@@ -5,8 +5,8 @@ absent or null member decodes to.
 Whatever must agree with these tables is derived from them when the modules load: the decoder's
 field tables and record builders (``wire/decode.py``), the canonical layouts
 (``wire/canonical.py``), the raw estimator's member counts, enumerations and default lengths
-(``core/counting/raw_estimate.py``) and the memo's null and default tables (``core/memo.py``).
-Adding an optional member to a record is one edit here.
+(``core/counting/raw_estimate.py``) and the memo's null and default tables per record kind
+(``core/memo.py``). Adding an optional member to a record is one edit here.
 
 The hand-written fast paths test members by name. The names each of them was written for are
 listed at the end of this module, next to the tables they must agree with, and a fast path whose
@@ -142,11 +142,6 @@ def names(record: Record, *, presence: Presence | None = None, of_type: Any = No
     and/or one type."""
     return tuple(m.name for m in record
                  if (presence is None or m.presence is presence) and (of_type is None or m.type == of_type))
-
-
-def names_in(records: Iterable[Record], presence: Presence) -> frozenset[str]:
-    """Every member name of ``presence`` in any of ``records``."""
-    return frozenset(m.name for record in records for m in record if m.presence is presence)
 
 
 def filled_defaults(records: Iterable[Record]) -> dict[str, Any]:
