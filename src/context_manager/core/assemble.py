@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.anchor import anchor_length
+from context_manager.core.explain import Explanation
 from context_manager.wire import errors
 from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
@@ -66,6 +67,7 @@ class AssembleOptions:
     lease_key: str | None = None
     previous_summary: str | None = None
     anchor_messages: int | None = None
+    explain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,8 @@ class _Context:
     _function_ids: dict[tuple[int, int], str] | None = None
     # id(m) -> (m, result tokens) of message-level results measured by cap, reused by prune.
     result_tokens: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    # ``options.explain``: the changes made, else None (nothing gathered).
+    explanation: Explanation | None = None
 
     def function_ids(self) -> dict[tuple[int, int], str]:
         if self._function_ids is None:
@@ -148,6 +152,8 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
     )
     state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested)
+    if options.explain:
+        state.explanation = Explanation()
     if state.anchor and state.fixed_tokens() > usable:
         # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
         raise errors.overflow(state.fixed_tokens(), usable)
@@ -178,6 +184,8 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     token_count = state.total()
     if token_count > usable:
         raise errors.overflow(token_count, usable)
+    if state.explanation is not None:
+        applied["actions"] = state.explanation.actions()
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
@@ -238,6 +246,8 @@ def _cap_pass(
         return
     capped = cap_results(state.view, state.sizes, threshold, estimator, state.function_ids(),
                          state.result_tokens, reuse=reuse)
+    if state.explanation is not None:
+        state.explanation.cap(capped.changes, state.view_to_orig)
     state.view, state.sizes = capped.messages, capped.sizes
     applied["capped_parts"] = capped.stats.capped_parts
     applied["capped_tokens"] = capped.stats.capped_tokens
@@ -269,6 +279,8 @@ def _prune_pass(
     pruned = prune(state.view, params, estimator, state.sizes, state.function_ids(),
                    state.result_tokens, reuse=reuse)
     assert pruned.sizes is not None
+    if state.explanation is not None:
+        state.explanation.prune(pruned.replaced, state.view_to_orig)
     state.view, state.sizes = pruned.messages, pruned.sizes
     applied["pruned"] = pruned.stats.pruned_parts > 0
     applied["pruned_tokens"] = pruned.stats.pruned_tokens
@@ -303,6 +315,8 @@ def _emergency_pass(
     state: _Context, required: int, estimator: Estimator, applied: dict[str, Any]
 ) -> None:
     reduced = emergency_reduce(state.view, state.sizes, required, estimator)
+    if state.explanation is not None:
+        state.explanation.emergency(reduced.changes, state.view_to_orig)
     state.view, state.sizes = reduced.messages, reduced.sizes
     # Emergency work is reported with prune's: `pruned` is OR-ed and its freed total added.
     applied["pruned"] = applied["pruned"] or reduced.stats.pruned_parts > 0
@@ -315,6 +329,10 @@ def _drop_oldest_pass(
     dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess)
     if not dropped.dropped_messages:
         return
+    if state.explanation is not None:
+        kept = set(dropped.view_to_orig)
+        state.explanation.drop([(orig, size) for orig, size in zip(state.view_to_orig, state.sizes)
+                                if orig not in kept])
     state.view, state.sizes = dropped.messages, dropped.sizes
     state.view_to_orig = dropped.view_to_orig
     state._function_ids = None
@@ -349,6 +367,9 @@ def _apply_compaction(
     applied: dict[str, Any],
 ) -> None:
     head_len = outcome.head_len
+    if state.explanation is not None:
+        state.explanation.compact(state.view_to_orig[0], outcome.tokens_before,
+                                  estimator.text(outcome.summary))
     state.system_prompt = render_system_prompt(base_system_prompt, outcome.summary)
     state.prompt_tokens = estimator.text(state.system_prompt)
     state.view = state.view[head_len:]
