@@ -90,12 +90,13 @@ class OtelTelemetry:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.resources import OTELResourceDetector, Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-        # Resource.create also reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
-        resource = Resource.create({"service.name": SERVICE_NAME, "service.version": __version__})
+        # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over our defaults.
+        resource = Resource.create({"service.name": SERVICE_NAME, "service.version": __version__}).merge(
+            OTELResourceDetector().detect())
         tracer_provider = TracerProvider(resource=resource)
         tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         meter_provider = MeterProvider(resource=resource,
