@@ -1,7 +1,7 @@
 """Traces and metrics through the test engine, with OpenTelemetry's in-memory exporters.
 
-Needs the ``otel`` extra (``pip install -e '.[dev,otel]'``, as ``.ci/run`` does); the no-op
-without it is covered in ``test_observe.py``.
+Needs the OpenTelemetry SDK (the ``otel`` extra, which ``.ci/run`` installs); the no-op without
+it is covered in ``test_observe.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from engine_harness import TestEngine
 from engine_harness.fake_router import FakeRouter
 
-pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install -e '.[dev,otel]'")
+pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is not installed: pip install -e '.[dev,otel]'")
 
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402

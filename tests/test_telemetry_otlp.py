@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from engine_harness import TestEngine, WorkerProcess, eventually
 
-pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install -e '.[dev,otel]'")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the otel extra is not installed: pip install -e '.[dev,otel]'")
 
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
