@@ -10,7 +10,10 @@ import anyio
 import pytest
 
 from context_manager.adapters.log_format import JsonFormatter, formatter_for
-from context_manager.adapters.otel_telemetry import is_configured, telemetry_from_environment
+from context_manager.adapters.otel_telemetry import (
+    is_configured,
+    telemetry_from_environment,
+)
 from context_manager.handlers import assemble, prune
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.observe import call_facts, observe, outcome_of

@@ -19,17 +19,17 @@ from engine_harness.fake_router import FakeRouter
 
 pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is not installed: pip install -e '.[dev,otel]'")
 
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
 
-from context_manager.adapters.configuration import ConfigurationSource  # noqa: E402
-from context_manager.adapters.otel_telemetry import OtelTelemetry  # noqa: E402
-from context_manager.engine.client import Backoff, EngineClient, worker_metadata  # noqa: E402
-from context_manager.worker import Worker  # noqa: E402
+from context_manager.adapters.configuration import ConfigurationSource
+from context_manager.adapters.otel_telemetry import OtelTelemetry
+from context_manager.engine.client import Backoff, EngineClient, worker_metadata
+from context_manager.worker import Worker
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

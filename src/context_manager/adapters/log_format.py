@@ -7,7 +7,7 @@ members of its object, so a log pipeline reads them without parsing the message.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -16,7 +16,7 @@ import orjson
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         document: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),

@@ -73,7 +73,9 @@ class OtelTelemetry:
 
     def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
         from opentelemetry.trace import SpanKind as OtelKind
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+        from opentelemetry.trace.propagation.tracecontext import (
+            TraceContextTextMapPropagator,
+        )
 
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
@@ -86,8 +88,12 @@ class OtelTelemetry:
 
     @classmethod
     def over_otlp(cls) -> OtelTelemetry:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+            OTLPMetricExporter,
+        )
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter,
+        )
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import OTELResourceDetector, Resource

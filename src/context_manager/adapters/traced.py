@@ -11,14 +11,14 @@ import time
 from collections.abc import Callable
 
 from context_manager.ports import (
+    ClaimingLeaseStore,
     LeaseRecord,
     ModelBudget,
     ModelResolver,
-    ClaimingLeaseStore,
     ResolverError,
     SummarizeError,
-    SummarizeRequest,
     Summarizer,
+    SummarizeRequest,
     Telemetry,
 )
 

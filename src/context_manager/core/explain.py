@@ -20,7 +20,8 @@ Built only when asked, from what the passes already return, so an unexplained ca
 
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from context_manager.core.passes.cap import CapChange
 from context_manager.core.passes.emergency import EmergencyChange
