@@ -10,6 +10,7 @@ without Chromium the module skips, saying why.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import http.server
 import itertools
@@ -89,7 +90,8 @@ class Browser:
              f"--user-data-dir={profile}", "--window-size=960,2400", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.ws_url = self._devtools_url()
-        self.ws = connect(self.ws_url, max_size=64 * 1024 * 1024, open_timeout=20)
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(connect(self.ws_url, max_size=64 * 1024 * 1024, open_timeout=20))
         self._ids = itertools.count(1)
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -143,14 +145,16 @@ class Browser:
             time.sleep(0.05)
 
     def screenshot(self, path: Path) -> None:
-        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True},
+        height = self.js("Math.ceil(document.getElementById('root').getBoundingClientRect().bottom) + 24")
+        clip = {"x": 0, "y": 0, "width": 960, "height": height, "scale": 1}
+        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
                          session=True)["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
         try:
-            self.ws.close()
+            self._stack.close()
         finally:
             self.proc.kill()
             self.proc.wait(10)
