@@ -106,6 +106,7 @@ def test_outcomes():
     assert outcome_of(overflow(2, 1)) == "context/overflow"
     assert outcome_of(DecodeError("bad")) == "serialization"
     assert outcome_of(RuntimeError("x")) == "internal"
+    assert outcome_of(KeyboardInterrupt()) == "cancelled"
     assert call_facts("context::compact", {"model": {"id": 7}}, {"status": "busy"}, "ok") == {
         "iii.function.id": "context::compact", "context_manager.outcome": "ok",
         "context_manager.compact.status": "busy", "context_manager.compacted": False}

@@ -32,9 +32,12 @@ Served = Callable[[Any], Awaitable[Any]]
 
 
 def outcome_of(exc: BaseException | None) -> str:
-    """``ok``, the handler error's kind (``context/overflow`` …), ``serialization`` or ``internal``."""
+    """``ok``, the handler error's kind (``context/overflow`` …), ``serialization``, ``internal``
+    or ``cancelled`` (the call was stopped, e.g. at shutdown)."""
     if exc is None:
         return "ok"
+    if not isinstance(exc, Exception):
+        return "cancelled"
     if isinstance(exc, HandlerError):
         return exc.kind
     if isinstance(exc, DecodeError):
@@ -139,7 +142,7 @@ def observe(function_id: str, serve: Served, telemetry: Telemetry = NO_TELEMETRY
             try:
                 response = await serve(payload)
                 return response
-            except Exception as exc:
+            except BaseException as exc:
                 failure = exc
                 raise
             finally:
