@@ -26,6 +26,7 @@ from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.adapters.traced import TracedLeaseStore, TracedModelResolver, TracedSummarizer
+from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.paths import resolve_lease_dir
 from context_manager.config.seed import load_seed
@@ -155,7 +156,10 @@ class Worker:
         return observe(function_id, serve, self.telemetry)
 
     def _traced(self, store: FsLeaseStore) -> Any:
-        return TracedLeaseStore(store, self.telemetry) if self.telemetry.enabled else store
+        if not self.telemetry.enabled:
+            return store
+        return TracedLeaseStore(store, self.telemetry, lambda: lease_ttl_ms(self.config.lease_ttl_secs),
+                                SystemClock().now_ms)
 
     def context(self) -> HandlerContext:
         """The snapshot one call works with; a reload never changes a snapshot already taken."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from context_manager.ports import (
     ClaimingLeaseStore,
@@ -19,8 +20,10 @@ from context_manager.ports import (
     SummarizeError,
     Summarizer,
     SummarizeRequest,
+    Span,
     Telemetry,
 )
+from context_manager.core.compaction.lease import is_active
 
 SUMMARIZER_DURATION = "context_manager.summarizer.duration"
 SUMMARIZER_FAILURES = "context_manager.summarizer.failures"
@@ -81,15 +84,29 @@ class TracedModelResolver:
             return budget
 
 
-class TracedLeaseStore:
-    """A claiming lease store whose claims are spans; a claim lost to a holder counts as busy."""
+# Nonces claimed by the task running now (each invocation is its own task): its own claim,
+# read again when it releases, is not "busy".
+_CLAIMED: ContextVar[frozenset[str]] = ContextVar("context_manager_claimed_leases", default=frozenset())
 
-    def __init__(self, inner: ClaimingLeaseStore, telemetry: Telemetry) -> None:
+
+class TracedLeaseStore:
+    """A claiming lease store whose reads, claims and releases are spans. A key found held by
+    someone else (by the lease protocol's own rule, ``is_active`` under the configured TTL) or a
+    claim lost to a racer counts as busy: the two ways ``acquire`` gives up."""
+
+    def __init__(self, inner: ClaimingLeaseStore, telemetry: Telemetry, ttl_ms: Callable[[], int],
+                 now_ms: Callable[[], int]) -> None:
         self._inner = inner
         self._telemetry = telemetry
+        self._ttl_ms = ttl_ms
+        self._now_ms = now_ms
 
     async def get(self, scope: str, key: str) -> LeaseRecord | None:
-        return await self._inner.get(scope, key)
+        with self._telemetry.span("context_manager.lease.read") as span:
+            record = await self._inner.get(scope, key)
+            held = is_active(record, self._now_ms(), self._ttl_ms())
+            self._report_busy(span, held and record is not None and record.nonce not in _CLAIMED.get())
+            return record
 
     async def set(self, scope: str, key: str, record: LeaseRecord | None) -> None:
         with self._telemetry.span("context_manager.lease.release" if record is None else "context_manager.lease.set"):
@@ -104,7 +121,12 @@ class TracedLeaseStore:
         with self._telemetry.span("context_manager.lease.claim") as span:
             prior = await self._inner.claim(scope, key, record, held)
             busy = held(prior)
-            span.set_attributes({"context_manager.lease.busy": busy})
-            if busy:
-                self._telemetry.count(LEASE_BUSY, 1, {})
+            if not busy:
+                _CLAIMED.set(_CLAIMED.get() | {record.nonce})
+            self._report_busy(span, busy)
             return prior
+
+    def _report_busy(self, span: Span, busy: bool) -> None:
+        span.set_attributes({"context_manager.lease.busy": busy})
+        if busy:
+            self._telemetry.count(LEASE_BUSY, 1, {})
