@@ -19,7 +19,7 @@ from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.observe import call_facts, observe, outcome_of
 from context_manager.ports import NO_TELEMETRY
 from context_manager.wire import trace
-from context_manager.wire.errors import DecodeError, overflow
+from context_manager.wire.errors import DecodeError, HandlerError, overflow
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 SECRET = "the user's private words"
@@ -150,3 +150,29 @@ def test_no_telemetry_passes_the_callers_context_through():
     context = trace.TraceContext(TRACEPARENT, "k=v")
     _run(observe("context::count-tokens", serve, NO_TELEMETRY), {}, context)
     assert seen == [context]
+
+
+def test_a_failed_call_frees_its_payload_without_the_garbage_collector():
+    import gc
+    import weakref
+
+    class Payload(dict):
+        pass
+
+    async def failing(payload):
+        raise overflow(900, 800)
+
+    payload = Payload(model={"id": "m"})
+    alive = weakref.ref(payload)
+    gc.disable()
+    try:
+        # Driven by hand (it never suspends), so no event loop holds on to the exception.
+        call = observe("context::assemble", failing)(payload)
+        try:
+            call.send(None)
+        except HandlerError as exc:
+            assert exc.kind == "context/overflow"
+        del call, payload
+        assert alive() is None  # no reference cycle keeps the request alive
+    finally:
+        gc.enable()
