@@ -130,8 +130,13 @@ def test_telemetry_is_off_unless_an_endpoint_is_configured():
 
 
 def test_without_the_extra_an_endpoint_warns_once_and_stays_off(monkeypatch, caplog):
-    # As if OpenTelemetry were not installed: importing it fails.
-    for name in ("opentelemetry", "opentelemetry.sdk", "opentelemetry.trace"):
+    # As if OpenTelemetry were not installed: importing any of it fails (also what an earlier
+    # test in this process already imported).
+    names = {name for name in sys.modules if name == "opentelemetry" or name.startswith("opentelemetry.")}
+    names |= {"opentelemetry", "opentelemetry.sdk", "opentelemetry.trace",
+              "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+              "opentelemetry.exporter.otlp.proto.http.trace_exporter"}
+    for name in names:
         monkeypatch.setitem(sys.modules, name, None)
     with caplog.at_level(logging.WARNING, logger="context_manager.telemetry"):
         telemetry = telemetry_from_environment({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
