@@ -374,3 +374,35 @@ async def test_close_during_the_reconnect_delay_returns_at_once(engine: TestEngi
             started = anyio.current_time()
             await client.close()
         assert anyio.current_time() - started < 1
+
+
+async def test_the_callers_trace_context_travels_on_the_calls_a_handler_makes(engine: TestEngine) -> None:
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    seen: list[Any] = []
+
+    async def record(data: Any) -> Any:
+        seen.append(data)
+        return {}
+
+    with anyio.fail_after(10):
+        async with running(engine, "target") as target, running(engine, "caller") as caller:
+
+            async def relay(data: Any) -> Any:
+                return await caller.invoke("toy::record", data, timeout_ms=5000)
+
+            await target.register_function("toy::record", record)
+            await caller.register_function("toy::relay", relay)
+            await wait_functions(engine, "toy::record", "toy::relay")
+            for extras, expected in (({"traceparent": traceparent, "baggage": "k=v"}, (traceparent, "k=v")),
+                                     ({}, (None, None)), ({"traceparent": "junk"}, (None, None))):
+                frame = {"type": "invokefunction", "invocation_id": str(uuid.uuid4()),
+                         "function_id": "toy::relay", "data": {"n": 1}, **extras}
+                await anyio.to_thread.run_sync(engine.call_raw, "toy::relay", json.dumps(frame), frame["invocation_id"])
+                [sent] = [f for name, f in engine.received if name == "caller" and f["type"] == "invokefunction"
+                          and f.get("function_id") == "toy::record"][-1:]
+                assert (sent.get("traceparent"), sent.get("baggage")) == expected
+            assert len(seen) == 3
+            # Outside any invocation, nothing is attached.
+            await caller.invoke("toy::record", {}, timeout_ms=5000)
+            last = [f for name, f in engine.received if name == "caller" and f.get("function_id") == "toy::record"][-1]
+            assert "traceparent" not in last

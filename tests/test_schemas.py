@@ -38,10 +38,16 @@ ADDED_COMPACT_RETAINED = "/response_schema/oneOf/0/properties/retained_items"
 ADDED_COMPACT_KIND = "/response_schema/oneOf/0/properties/summary_kind"
 ADDED_PREFIX_REPORT = [f"/response_schema/definitions/Applied/properties/{name}" for name in
                        ("cache_break_index", "system_prompt_changed", "summary_reused", "reused_from_index")]
+ADDED_ACTIONS = "/response_schema/definitions/Applied/properties/actions"
+ADDED_ACTION = "/response_schema/definitions/Action"
+ADDED_EXPLAIN_OPTION = "/request_schema/definitions/AssembleOptions/properties/explain"
+ADDED_PRUNE_EXPLAIN = "/request_schema/definitions/PruneOptions/properties/explain"
+ADDED_PRUNE_ACTIONS = "/response_schema/properties/actions"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
                       ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_WARNING_DEFINITION,
-                      *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION]
+                      *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION]
 COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
+PRUNE_ADDITIONS = [ADDED_PRUNE_EXPLAIN, ADDED_PRUNE_ACTIONS, ADDED_ACTION]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 
 
@@ -131,6 +137,7 @@ def test_documented_additions_are_exactly_these():
     assert DOCUMENTED_ADDITIONS == (
         *(("context::assemble", pointer) for pointer in ASSEMBLE_ADDITIONS),
         *(("context::compact", pointer) for pointer in COMPACT_ADDITIONS),
+        *(("context::prune", pointer) for pointer in PRUNE_ADDITIONS),
     )
 
 
@@ -222,6 +229,23 @@ def test_response_additions_validate_a_response_with_drops():
     assert not jsonschema.Draft7Validator(applied_schema).is_valid(bad)
 
 
+def test_explain_additions_validate_actions():
+    import jsonschema
+
+    for function_id, pointer in (("context::assemble", "/definitions/Applied"), ("context::prune", "")):
+        schema = function_definition(function_id)["response_schema"]
+        actions = get_pointer(schema, pointer)["properties"]["actions"] if pointer else schema["properties"]["actions"]
+        validator = jsonschema.Draft7Validator({**actions, "definitions": schema["definitions"]})
+        good = [{"pass": "prune", "index": 3, "function_id": "read", "tokens_before": 900, "tokens_after": 14},
+                {"pass": "drop", "index": 4, "tokens_before": 20, "tokens_after": 0}]
+        assert validator.is_valid(good)
+        assert not validator.is_valid([{"pass": "shrink", "index": 0, "tokens_before": 1, "tokens_after": 0}])
+        assert not validator.is_valid([{"pass": "cap", "index": 0, "tokens_before": 1}])
+    option = get_pointer(function_definition("context::assemble"), ADDED_EXPLAIN_OPTION)
+    assert option == get_pointer(function_definition("context::prune"), ADDED_PRUNE_EXPLAIN)
+    assert option["type"] == ["boolean", "null"] and option["default"] is None
+
+
 # --- goldens -----------------------------------------------------------------------------
 
 
@@ -245,6 +269,8 @@ def test_golden_records_the_additions():
     assert assemble["documented_additions"] == ASSEMBLE_ADDITIONS
     compact = json.loads((GOLDEN_DIR / "context.compact.json").read_text(encoding="utf-8"))
     assert compact["documented_additions"] == COMPACT_ADDITIONS
+    prune = json.loads((GOLDEN_DIR / "context.prune.json").read_text(encoding="utf-8"))
+    assert prune["documented_additions"] == PRUNE_ADDITIONS
 
 
 def test_regeneration_needs_the_explicit_flag(tmp_path, capsys):

@@ -11,17 +11,21 @@ from typing import Any, Sequence
 
 import orjson
 
+from context_manager.adapters.log_format import formatter_for
+
 DEFAULT_URL = "ws://127.0.0.1:49134"
 _LEVELS = {"trace": "DEBUG", "debug": "DEBUG", "info": "INFO", "warn": "WARNING",
            "warning": "WARNING", "error": "ERROR", "off": "CRITICAL"}
 
 
 def configure_logging() -> None:
-    """Logs go to stderr; `RUST_LOG` or `LOG_LEVEL` holding a bare level overrides INFO."""
+    """Logs go to stderr; `RUST_LOG` or `LOG_LEVEL` holding a bare level overrides INFO;
+    `LOG_FORMAT=json` writes one JSON object per line."""
     raw = (os.environ.get("LOG_LEVEL") or os.environ.get("RUST_LOG") or "info").strip().lower()
     level = _LEVELS.get(raw, "INFO")
-    logging.basicConfig(stream=sys.stderr, level=level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stream = logging.StreamHandler(sys.stderr)
+    stream.setFormatter(formatter_for(os.environ.get("LOG_FORMAT")))
+    logging.basicConfig(level=level, handlers=[stream])
 
 
 def resolve_url(flag: str | None) -> str:

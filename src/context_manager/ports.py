@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from typing import Any, Awaitable, Callable, Literal, Protocol, runtime_checkable
+
+from context_manager.wire.trace import TraceContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,3 +245,84 @@ class SessionStore(Protocol):
     async def get(self, key: str) -> RememberedCompaction | None: ...
 
     async def put(self, key: str, record: RememberedCompaction) -> None: ...
+
+
+# --- telemetry ---------------------------------------------------------------------------------
+
+# A span attribute or metric value: what OpenTelemetry accepts, never message content.
+AttributeValue = str | int | float | bool
+SpanKind = Literal["server", "client", "internal"]
+
+
+class Span(Protocol):
+    def set_attributes(self, attributes: dict[str, AttributeValue]) -> None: ...
+
+    def set_error(self, description: str) -> None: ...
+
+
+class Telemetry(Protocol):
+    """Traces and metrics. ``span`` opens a span whose parent is ``parent`` (an incoming
+    context) or else the span running in this task; while it is open, ``wire.trace.CURRENT_TRACE``
+    holds its context so the invocations made meanwhile carry it. Metric names are dotted
+    OpenTelemetry names; labels must be low-cardinality."""
+
+    enabled: bool
+
+    def span(self, name: str, kind: SpanKind = "internal",
+             parent: TraceContext | None = None) -> AbstractContextManager[Span]: ...
+
+    def count(self, name: str, value: int, labels: dict[str, str]) -> None: ...
+
+    def record(self, name: str, value: float, labels: dict[str, str]) -> None: ...
+
+    def shutdown(self) -> None:
+        """Export what is buffered and stop; called once when the worker stops."""
+        ...
+
+
+class _NoSpan:
+    __slots__ = ()
+
+    def set_attributes(self, attributes: dict[str, AttributeValue]) -> None:
+        pass
+
+    def set_error(self, description: str) -> None:
+        pass
+
+
+NO_SPAN = _NoSpan()
+
+
+class _NoSpanScope:
+    __slots__ = ()
+
+    def __enter__(self) -> _NoSpan:
+        return NO_SPAN
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NO_SPAN_SCOPE = _NoSpanScope()
+
+
+class NoTelemetry:
+    """Telemetry off: nothing recorded, the caller's trace context passed through unchanged."""
+
+    enabled = False
+
+    def span(self, name: str, kind: SpanKind = "internal",
+             parent: TraceContext | None = None) -> _NoSpanScope:
+        return _NO_SPAN_SCOPE
+
+    def count(self, name: str, value: int, labels: dict[str, str]) -> None:
+        pass
+
+    def record(self, name: str, value: float, labels: dict[str, str]) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
+NO_TELEMETRY = NoTelemetry()

@@ -21,9 +21,12 @@ import anyio
 from context_manager._version import __version__
 from context_manager.adapters.configuration import ConfigurationSource
 from context_manager.adapters.model_cache import CachingModelResolver
+from context_manager.adapters.otel_telemetry import telemetry_from_environment
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
+from context_manager.adapters.traced import TracedLeaseStore, TracedModelResolver, TracedSummarizer
+from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.paths import resolve_lease_dir
 from context_manager.config.seed import load_seed
@@ -38,7 +41,8 @@ from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
 from context_manager.adapters.fs_lease_store import FsLeaseStore, LeaseDirError
 from context_manager.adapters.memory_session_store import MemorySessionStore
-from context_manager.ports import SystemClock
+from context_manager.handlers.observe import observe
+from context_manager.ports import NO_TELEMETRY, SystemClock, Telemetry
 from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
 
 WORKER_NAME = "context-manager"
@@ -75,16 +79,20 @@ def config_id(environ: Mapping[str, str] | None = None) -> str:
 class Worker:
     """The live worker: per-call snapshots of the configuration and the lease store."""
 
-    def __init__(self, client: EngineClient, source: ConfigurationSource) -> None:
+    def __init__(self, client: EngineClient, source: ConfigurationSource,
+                 telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.client = client
         self.source = source
+        self.telemetry = telemetry
         self.config: WorkerConfig = DEFAULT_CONFIG
         self.lease_store: Any = None
         invoke = invoke_callable(client)
-        self.model_cache = CachingModelResolver(RouterModelResolver(invoke), SystemClock())
-        self.summarizer = RouterSummarizer(
-            invoke, client.url, lambda: self.config.summarizer_timeout_ms
-        )
+        resolver: Any = RouterModelResolver(invoke)
+        self.summarizer: Any = RouterSummarizer(invoke, client.url, lambda: self.config.summarizer_timeout_ms)
+        if telemetry.enabled:
+            resolver = TracedModelResolver(resolver, telemetry)
+            self.summarizer = TracedSummarizer(self.summarizer, telemetry)
+        self.model_cache = CachingModelResolver(resolver, SystemClock())
         # Remembered compactions (`summary_reuse`): one bounded store for the process, kept
         # across reloads.
         self.session_store = MemorySessionStore()
@@ -105,7 +113,7 @@ class Worker:
         except Exception as exc:
             raise BootError("loading context-manager configuration", exc) from exc
         try:
-            self.lease_store = FsLeaseStore(resolve_lease_dir(self.config.lease_dir))
+            self.lease_store = self._traced(FsLeaseStore(resolve_lease_dir(self.config.lease_dir)))
         except LeaseDirError as exc:
             raise BootError("opening the compaction lease directory", exc) from exc
         await self.register_functions()
@@ -134,21 +142,28 @@ class Worker:
         function_id = definition["id"]
         await self.client.register_function(
             function_id,
-            self._bind(FUNCTIONS[function_id]),
+            self._bind(function_id, FUNCTIONS[function_id]),
             description=definition["description"],
             request_format=definition["request_schema"],
             response_format=definition["response_schema"],
             metadata=definition["metadata"],
         )
 
-    def _bind(self, handler: Any) -> Any:
-        """The engine-facing callable: each call gets a fresh snapshot. Failures propagate to
-        the client, which answers (and logs a defect) once."""
+    def _bind(self, function_id: str, handler: Any) -> Any:
+        """The engine-facing callable: each call gets a fresh snapshot and is observed (span,
+        metrics, one INFO line). Failures propagate to the client, which answers (and logs a
+        defect) once."""
 
         async def serve(payload: Any) -> Any:
             return await handler(payload, self.context())
 
-        return serve
+        return observe(function_id, serve, self.telemetry)
+
+    def _traced(self, store: FsLeaseStore) -> Any:
+        if not self.telemetry.enabled:
+            return store
+        return TracedLeaseStore(store, self.telemetry, lambda: lease_ttl_ms(self.config.lease_ttl_secs),
+                                SystemClock().now_ms)
 
     def context(self) -> HandlerContext:
         """The snapshot one call works with; a reload never changes a snapshot already taken."""
@@ -181,7 +196,7 @@ class Worker:
                 return
             if config.lease_dir != self.config.lease_dir:
                 try:
-                    store = FsLeaseStore(resolve_lease_dir(config.lease_dir))
+                    store = self._traced(FsLeaseStore(resolve_lease_dir(config.lease_dir)))
                 except LeaseDirError as exc:
                     log.error(
                         "new lease store could not be opened; previous store and configuration "
@@ -199,7 +214,8 @@ class Worker:
 async def serve(url: str, config_path: str | None) -> int:
     """Run the worker until SIGINT/SIGTERM; the exit status."""
     client = EngineClient(url, worker_metadata(WORKER_NAME, __version__), reader=frame_reader())
-    worker = Worker(client, ConfigurationSource(client, config_id()))
+    telemetry = telemetry_from_environment()
+    worker = Worker(client, ConfigurationSource(client, config_id()), telemetry)
     status = 0
 
     async def watch_signals(scope: anyio.CancelScope) -> None:
@@ -240,6 +256,7 @@ async def serve(url: str, config_path: str | None) -> int:
         tg.start_soon(boot_then_wait, tg.cancel_scope)
     with anyio.CancelScope(shield=True), anyio.move_on_after(5):
         await client.close()
+    telemetry.shutdown()
     return status
 
 

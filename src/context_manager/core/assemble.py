@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.anchor import anchor_length
+from context_manager.core.explain import Explanation
 from context_manager.wire import errors
 from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
@@ -80,6 +81,7 @@ class AssembleOptions:
     lease_key: str | None = None
     previous_summary: str | None = None
     anchor_messages: int | None = None
+    explain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,8 @@ class _Context:
     _function_ids: dict[tuple[int, int], str] | None = None
     # id(m) -> (m, result tokens) of message-level results measured by cap, reused by prune.
     result_tokens: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    # ``options.explain``: the changes made, else None (nothing gathered).
+    explanation: Explanation | None = None
 
     def function_ids(self) -> dict[tuple[int, int], str]:
         if self._function_ids is None:
@@ -202,6 +206,8 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     )
     state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested,
                              config.summary_placement)
+    if options.explain:
+        state.explanation = Explanation()
     if state.anchor and state.fixed_tokens() > usable:
         # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
         raise errors.overflow(state.fixed_tokens(), usable)
@@ -244,6 +250,8 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     token_count = state.total()
     if token_count > usable:
         raise errors.overflow(token_count, usable)
+    if state.explanation is not None:
+        applied["actions"] = state.explanation.actions()
     if config.report_prefix:
         applied.update(_prefix_report(state, request, config))
     return {
@@ -336,6 +344,8 @@ def _cap_pass(
         return
     capped = cap_results(state.view, state.sizes, threshold, estimator, state.function_ids(),
                          state.result_tokens, reuse=reuse)
+    if state.explanation is not None:
+        state.explanation.cap(capped.changes, state.view_to_orig)
     state.view, state.sizes = capped.messages, capped.sizes
     applied["capped_parts"] = capped.stats.capped_parts
     applied["capped_tokens"] = capped.stats.capped_tokens
@@ -367,6 +377,8 @@ def _prune_pass(
     pruned = prune(state.view, params, estimator, state.sizes, state.function_ids(),
                    state.result_tokens, reuse=reuse)
     assert pruned.sizes is not None
+    if state.explanation is not None:
+        state.explanation.prune(pruned.replaced, state.view_to_orig)
     state.view, state.sizes = pruned.messages, pruned.sizes
     applied["pruned"] = pruned.stats.pruned_parts > 0
     applied["pruned_tokens"] = pruned.stats.pruned_tokens
@@ -406,6 +418,8 @@ def _emergency_pass(
         # next calls replace the same ones until the next step is needed.
         reduced = emergency_reduce(state.view, state.sizes, stepped_amount(required, step),
                                    estimator, oldest_first=True)
+    if state.explanation is not None:
+        state.explanation.emergency(reduced.changes, state.view_to_orig)
     state.view, state.sizes = reduced.messages, reduced.sizes
     # Emergency work is reported with prune's: `pruned` is OR-ed and its freed total added.
     applied["pruned"] = applied["pruned"] or reduced.stats.pruned_parts > 0
@@ -427,6 +441,10 @@ def _drop_oldest_pass(
     dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess, step)
     if not dropped.dropped_messages:
         return []
+    if state.explanation is not None:
+        kept = set(dropped.view_to_orig)
+        state.explanation.drop([(orig, size) for orig, size in zip(state.view_to_orig, state.sizes)
+                                if orig not in kept])
     before = state.view_to_orig
     state.view, state.sizes = dropped.messages, dropped.sizes
     state.view_to_orig = dropped.view_to_orig
@@ -465,6 +483,9 @@ def _apply_compaction(
     placement: str,
 ) -> None:
     head_len = outcome.head_len
+    if state.explanation is not None:
+        state.explanation.compact(state.view_to_orig[0], outcome.tokens_before,
+                                  estimator.text(outcome.summary))
     if placement == "message":
         # The system prompt stays as the request renders it without a summary.
         following = state.view[head_len] if head_len < len(state.view) else None

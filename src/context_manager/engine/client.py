@@ -25,6 +25,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from context_manager.ports import Invoke, InvokeError
 from context_manager.wire.errors import error_envelope, is_defect
 from context_manager.engine import protocol
+from context_manager.wire import trace
 
 Handler = Callable[[Any], Awaitable[Any]]
 
@@ -256,8 +257,15 @@ class EngineClient:
         invocation_id = str(uuid.uuid4())
         pending = _Pending(function_id)
         self._pending[invocation_id] = pending
+        frame = protocol.invoke(function_id, payload, invocation_id, namespace)
+        context = trace.CURRENT_TRACE.get()
+        if context is not None:
+            # The engine stitches this call into the trace of the invocation making it.
+            frame["traceparent"] = context.traceparent
+            if context.baggage is not None:
+                frame["baggage"] = context.baggage
         try:
-            await self._send(protocol.invoke(function_id, payload, invocation_id, namespace))
+            await self._send(frame)
             with anyio.move_on_after(max(timeout_ms, 0) / 1000.0):
                 await pending.done.wait()
         finally:
@@ -392,6 +400,8 @@ class EngineClient:
             return None
         reply_to = str(invocation_id)
         function_id = str(function_id)  # a registered id: the lookup above matched a string
+        # The caller's context, for the handler's spans and its own outgoing calls.
+        context_token = trace.CURRENT_TRACE.set(trace.from_frame(frame))
         try:
             value = await function.handler(frame.get("data"))
             # Encoded here so that an unencodable result still gets an error reply.
@@ -402,6 +412,8 @@ class EngineClient:
                 self.log.exception("function %s raised", function_id)
             code, message = error_envelope(exc)
             reply = protocol.encode_bytes(protocol.error_result(reply_to, function_id, code, message))
+        finally:
+            trace.CURRENT_TRACE.reset(context_token)
         return reply if isinstance(invocation_id, str) else None
 
 

@@ -31,11 +31,14 @@ _OPTIONS = {
     "lease_key": t.FieldSpec(t.string),
     "previous_summary": t.FieldSpec(t.string),
     "anchor_messages": t.FieldSpec(t.usize),
+    "explain": t.FieldSpec(t.boolean),
 }
 
 
 def decode_options(value: Any) -> AssembleOptions:
-    return AssembleOptions(**t.decode_struct(value, "AssembleOptions", _OPTIONS))
+    fields = t.decode_struct(value, "AssembleOptions", _OPTIONS)
+    fields["explain"] = fields["explain"] is True  # absent or null: not asked
+    return AssembleOptions(**fields)
 
 
 _REQUEST = {

@@ -12,6 +12,7 @@ from typing import Any
 from context_manager.wire import decode as t
 from context_manager.wire.errors import invalid_request
 from context_manager.core.counting.estimate import estimator_for_model
+from context_manager.core.explain import Explanation
 from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.intake import Intake
 from context_manager.core.reuse import CallReuse
@@ -31,6 +32,7 @@ _OPTIONS = {
     "min_free_tokens": t.FieldSpec(t.u64),
     "max_output_chars": t.FieldSpec(t.usize),
     "protected_functions": t.FieldSpec(function_ids),
+    "explain": t.FieldSpec(t.boolean),
 }
 
 
@@ -72,12 +74,17 @@ def prune_request(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[s
     model = request["model"]
     estimator = estimator_for_model(model.id if model is not None else "", ctx.config, ctx.tokenizers)
     result = prune(messages, prune_params(request["options"], ctx), estimator, reuse=intake.reuse)
-    return {
+    response: dict[str, Any] = {
         "messages": result.messages,
         "pruned_tokens": result.stats.pruned_tokens,
         "pruned_parts": result.stats.pruned_parts,
         "scanned_parts": result.stats.scanned_parts,
     }
+    if request["options"] is not None and request["options"]["explain"]:
+        explanation = Explanation()
+        explanation.prune(result.replaced)
+        response["actions"] = explanation.actions()
+    return response
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:

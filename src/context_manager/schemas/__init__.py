@@ -40,8 +40,14 @@ DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Applied/properties/summary_reused"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/reused_from_index"),
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/anchor_messages"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/actions"),
+    ("context::assemble", "/response_schema/definitions/Action"),
+    ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/explain"),
     ("context::compact", "/response_schema/oneOf/0/properties/retained_items"),
     ("context::compact", "/response_schema/oneOf/0/properties/summary_kind"),
+    ("context::prune", "/request_schema/definitions/PruneOptions/properties/explain"),
+    ("context::prune", "/response_schema/properties/actions"),
+    ("context::prune", "/response_schema/definitions/Action"),
 )
 
 _DATA_FILE = "functions.json"

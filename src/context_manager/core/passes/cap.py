@@ -38,11 +38,16 @@ class CapStats:
     capped_tokens: int = 0
 
 
+# One rewritten message: (index, size before, size after, the function id when one result was cut).
+CapChange = tuple[int, int, int, "str | None"]
+
+
 @dataclass(frozen=True, slots=True)
 class CapResult:
     messages: list[Message]
     sizes: list[int]
     stats: CapStats
+    changes: tuple[CapChange, ...] = ()
 
 
 def full_marker(tokens: int, name: str) -> str:
@@ -139,6 +144,7 @@ def cap_results(
     cap_key = ("cap", threshold, estimator)
     parts_total = 0
     tokens_total = 0
+    changes: list[CapChange] = []
     for index, message in enumerate(messages):
         if message["role"] == "function_result":
             # Depends on the message, the threshold and the estimator only: remembered.
@@ -152,17 +158,21 @@ def cap_results(
                 memo, message, cap_key, lambda: _capped_result_message(message, tokens, threshold, estimator)
             )
             parts = 1
+            name: str | None = message["function_id"]
         else:
-            rewritten, parts = _cap_message(index, message, function_ids, threshold, estimator)
+            rewritten, names = _cap_message(index, message, function_ids, threshold, estimator)
+            parts = len(names)
             if parts == 0:
                 continue
             capped[index] = rewritten
             size = estimator.message(rewritten)
+            name = names[0] if len(set(names)) == 1 else None
         before = new_sizes[index]
         new_sizes[index] = size
         tokens_total += max(0, before - size)
         parts_total += parts
-    return CapResult(capped, new_sizes, CapStats(parts_total, tokens_total))
+        changes.append((index, before, size, name))
+    return CapResult(capped, new_sizes, CapStats(parts_total, tokens_total), tuple(changes))
 
 
 def _capped_result_message(
@@ -182,16 +192,17 @@ def _cap_message(
     function_ids: dict[tuple[int, int], str],
     threshold: int,
     estimator: Estimator,
-) -> tuple[Message, int]:
+) -> tuple[Message, list[str]]:
+    """The rewrite of a message and the function ids of the results it cut (none: unchanged)."""
     if message["role"] == "function_result":
         outcome = _cap_content(message["content"], message["function_id"], threshold, estimator)
         if outcome is None:
-            return message, 0
+            return message, []
         content, tokens = outcome
         rewritten = with_content(message, content)
         rewritten["details"] = _capped_details(message["details"], tokens)
-        return rewritten, 1
-    parts = 0
+        return rewritten, [message["function_id"]]
+    names: list[str] = []
     for block_index, block in enumerate(message["content"]):
         if block["type"] != "function_result":
             continue
@@ -200,5 +211,5 @@ def _cap_message(
         if outcome is None:
             continue
         message = with_block(message, block_index, with_content(block, outcome[0]))
-        parts += 1
-    return message, parts
+        names.append(name)
+    return message, names

@@ -37,11 +37,17 @@ PREVIEW_CHARS = 160
 Location = Union[int, tuple[int, int]]
 
 
+# One replacement: (host message index, function id when known, size before, size after).
+EmergencyChange = tuple[int, "str | None", int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class EmergencyResult:
     messages: list[Message]
     sizes: list[int]
     stats: PruneStats
+    # In the order made; their size drops add up to ``stats.pruned_tokens``.
+    changes: tuple[EmergencyChange, ...] = ()
 
 
 def preview(content: list[Block], details: Any) -> str:
@@ -127,6 +133,7 @@ def emergency_reduce(
     new_sizes = list(sizes)
     freed_total = 0
     parts = 0
+    changes: list[EmergencyChange] = []
     for location, original_tokens in ordered:
         if freed_total >= required:
             break
@@ -138,6 +145,7 @@ def emergency_reduce(
                 continue
             reduced[location] = replacement
             new_sizes[location] = new_size
+            changes.append((location, replacement["function_id"], original_tokens, new_size))
         else:
             index, block_index = location
             host = reduced[index]
@@ -151,8 +159,10 @@ def emergency_reduce(
             freed = max(0, new_sizes[index] - after)
             if freed == 0:
                 continue
+            changes.append((index, function_ids.get(location), new_sizes[index], after))
             reduced[index] = candidate
             new_sizes[index] = after
         freed_total += freed
         parts += 1
-    return EmergencyResult(reduced, new_sizes, PruneStats(freed_total, parts, len(candidates)))
+    return EmergencyResult(reduced, new_sizes, PruneStats(freed_total, parts, len(candidates)),
+                           tuple(changes))

@@ -55,18 +55,20 @@ class PruneStats:
     scanned_parts: int = 0
 
 
+class Candidate(NamedTuple):
+    location: Location
+    tokens: int
+    function_id: str
+    saving: int  # tokens freed by its placeholder alone
+
+
 @dataclass(frozen=True, slots=True)
 class PruneResult:
     messages: list[Message]
     sizes: list[int] | None
     stats: PruneStats
-
-
-class _Candidate(NamedTuple):
-    location: Location
-    tokens: int
-    function_id: str
-    saving: int  # tokens freed by its placeholder alone
+    # The outputs replaced, oldest last; their savings add up to ``stats.pruned_tokens``.
+    replaced: tuple[Candidate, ...] = ()
 
 
 def placeholder(function_id: str, tokens: int) -> str:
@@ -129,7 +131,7 @@ def prune(
     scanned = 0
     window = 0
     user_turns = 0
-    queue: list[_Candidate] = []
+    queue: list[Candidate] = []
     decay_on = params.decay_user_turns > 0
 
     def consider(
@@ -152,7 +154,7 @@ def prune(
             return
         if not verbose and not _replacement_shrinks(message, location, function_id, tokens, estimator):
             return
-        queue.append(_Candidate(location, tokens, function_id, saving))
+        queue.append(Candidate(location, tokens, function_id, saving))
 
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
@@ -208,7 +210,7 @@ def prune(
         host = _set_content(pruned, location, content)
         if new_sizes is not None:
             new_sizes[host] = estimator.message(pruned[host])
-    return PruneResult(pruned, new_sizes, PruneStats(net, len(queue), scanned))
+    return PruneResult(pruned, new_sizes, PruneStats(net, len(queue), scanned), tuple(queue))
 
 
 def _output_facts(content: list[Block], function_id: str, tokens: int, estimator: Estimator) -> tuple[int, int]:
@@ -217,7 +219,7 @@ def _output_facts(content: list[Block], function_id: str, tokens: int, estimator
     return utf8_len(text_of(content)), saving
 
 
-def _placeholder_message(message: Message, candidate: _Candidate, estimator: Estimator) -> tuple[Message, int]:
+def _placeholder_message(message: Message, candidate: Candidate, estimator: Estimator) -> tuple[Message, int]:
     rewritten = with_content(
         message, [text_block(placeholder(candidate.function_id, candidate.tokens))]
     )

@@ -1,0 +1,296 @@
+"""The console form in a real browser: headless Chromium renders ``ui/page.js`` with the pinned
+React (``tests/browser/package.json``) and a stub of the console component module, the test
+edits every field through the DOM, and each proposed value must be one the worker's config
+parser accepts, holding exactly the edit. A screenshot is saved to ``tests/artifacts/``.
+
+Needs Debian's ``chromium`` and ``npm install`` in ``tests/browser`` (``.ci/run`` does both);
+without Chromium the module skips, saying why.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import http.server
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.sync.client import connect
+
+from context_manager.config.parse import parse_config_value
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+BROWSER_DIR = ROOT / "tests" / "browser"
+UI_DIR = ROOT / "src" / "context_manager" / "ui"
+ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", ROOT / "tests" / "artifacts"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+REACT_UMD = BROWSER_DIR / "node_modules" / "react" / "umd" / "react.development.js"
+
+if CHROMIUM is None:
+    pytest.skip("Chromium is not installed (apt-get install -y chromium); the form is checked in a "
+                "browser only where it is", allow_module_level=True)
+
+NUMBER_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "decay_user_turns",
+               "protected_user_turns", "min_free_tokens", "max_output_chars", "max_result_tokens",
+               "tail_turns", "lease_ttl_secs", "summarizer_timeout_ms", "anchor_messages"]
+# Switch key -> (the value its "on" proposes, the value its "off" proposes).
+SWITCHES = {
+    "allow_fallback_limits": (True, False),
+    "overflow_fallback": ("drop_oldest", "error"),
+    "estimator": ("auto", "heuristic"),
+    "user_less_compaction": (True, False),
+    "summary_check": ("append", "off"),
+    "summarizer_fallback": ("extractive", "none"),
+}
+CUSTOM = {"reserved_tokens_cap": 15000, "reserved_pct": 12, "tail_turns": 4, "lease_dir": "/var/leases",
+          "allow_fallback_limits": False, "overflow_fallback": "drop_oldest", "estimator": "auto",
+          "user_less_compaction": False, "anchor_messages": 2, "summary_check": "append",
+          "summarizer_fallback": "extractive"}
+
+
+class _Assets(http.server.SimpleHTTPRequestHandler):
+    """/npm/* from tests/browser/node_modules, /page/* from the package's ui/, the rest from
+    tests/browser."""
+
+    def translate_path(self, path: str) -> str:
+        path = path.split("?", 1)[0]
+        if path.startswith("/npm/"):
+            return str(BROWSER_DIR / "node_modules" / path[len("/npm/"):])
+        if path.startswith("/page/"):
+            return str(UI_DIR / path[len("/page/"):])
+        return str(BROWSER_DIR / path.lstrip("/"))
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class Browser:
+    """Chromium driven over the DevTools protocol: one page, commands answered in order."""
+
+    def __init__(self, url: str, profile: str) -> None:
+        self.proc = subprocess.Popen(
+            [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--no-first-run", "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
+             f"--user-data-dir={profile}", "--window-size=960,2400", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.ws_url = self._devtools_url()
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(connect(self.ws_url, max_size=64 * 1024 * 1024, open_timeout=20))
+        self._ids = itertools.count(1)
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.send("Page.enable", session=True)
+        self.send("Runtime.enable", session=True)
+        self.send("Page.navigate", {"url": url}, session=True)
+        self.wait_for("window.__ready === true")
+
+    def _devtools_url(self) -> str:
+        assert self.proc.stderr is not None
+        deadline = time.monotonic() + 30
+        lines = []
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if not line and self.proc.poll() is not None:
+                break
+            lines.append(line)
+            match = re.search(r"DevTools listening on (ws://\S+)", line)
+            if match:
+                threading.Thread(target=self.proc.stderr.read, daemon=True).start()  # keep the pipe drained
+                return match.group(1)
+        raise AssertionError("Chromium did not start: " + "".join(lines))
+
+    def send(self, method: str, params: dict[str, Any] | None = None, session: bool = False) -> dict[str, Any]:
+        message_id = next(self._ids)
+        message: dict[str, Any] = {"id": message_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = self.session
+        self.ws.send(json.dumps(message))
+        while True:
+            reply = json.loads(self.ws.recv(timeout=30))
+            if reply.get("id") == message_id:
+                if "error" in reply:
+                    raise AssertionError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            if reply.get("method") == "Runtime.exceptionThrown":
+                raise AssertionError(f"page error: {reply['params']['exceptionDetails']}")
+
+    def js(self, expression: str) -> Any:
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                 "awaitPromise": True}, session=True)
+        if "exceptionDetails" in result:
+            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def wait_for(self, condition: str, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.js(f"Boolean({condition})"):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not true in time: {condition}")
+            time.sleep(0.05)
+
+    def screenshot(self, path: Path) -> None:
+        height = self.js("Math.ceil(document.getElementById('root').getBoundingClientRect().bottom) + 24")
+        clip = {"x": 0, "y": 0, "width": 960, "height": height, "scale": 1}
+        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
+                         session=True)["data"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(data))
+
+    def close(self) -> None:
+        try:
+            self._stack.close()
+        finally:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert REACT_UMD.is_file(), "run `npm ci` in tests/browser first (.ci/run does)"
+    handler = functools.partial(_Assets, directory=str(BROWSER_DIR))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    profile = tempfile.mkdtemp(prefix="cm-chromium-")
+    chromium = Browser(f"http://127.0.0.1:{server.server_address[1]}/index.html", profile)
+    try:
+        yield chromium
+    finally:
+        chromium.close()
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def show(browser: Browser, value: dict[str, Any]) -> None:
+    browser.js(f"window.__show({json.dumps(value)})")
+    browser.wait_for("document.querySelector('[data-field=\"lease_dir\"]') !== null")
+
+
+def controls(browser: Browser) -> dict[str, Any]:
+    """What each field shows: a number/text input's text, a switch's state."""
+    return browser.js("""Object.fromEntries([...document.querySelectorAll('[data-field]')].map((row) => {
+        const input = row.querySelector('input')
+        return [row.dataset.field, input.type === 'checkbox' ? input.checked : input.value]
+    }))""")
+
+
+def type_into(browser: Browser, key: str, text: str) -> None:
+    # The native setter, then a real input event: how a keystroke reaches a React-controlled input.
+    browser.js(f"""(() => {{
+        const input = document.getElementById('context-manager-cfg-{key}')
+        input.focus()
+        Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(input, {json.dumps(text)})
+        input.dispatchEvent(new Event('input', {{ bubbles: true }}))
+    }})()""")
+
+
+def click(browser: Browser, key: str) -> None:
+    browser.js(f"document.getElementById('context-manager-cfg-{key}').click()")
+
+
+def last_proposal(browser: Browser) -> Any:
+    proposals = browser.js("window.__proposals")
+    assert proposals, "the form proposed nothing"
+    return proposals[-1]
+
+
+def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -> None:
+    show(browser, {})
+    assert browser.js("window.__families") == ["context-manager"]
+    shown = controls(browser)
+    assert set(shown) == set(WorkerConfig.key_names())
+    assert {k: shown[k] for k in NUMBER_KEYS} == {k: "" for k in NUMBER_KEYS}  # empty: the default applies
+    placeholders = browser.js("""Object.fromEntries([...document.querySelectorAll('input[type=number]')]
+        .map((input) => [input.closest('[data-field]').dataset.field, input.placeholder]))""")
+    assert placeholders == {k: str(getattr(DEFAULT_CONFIG, k)) for k in NUMBER_KEYS}
+    assert {k: shown[k] for k in SWITCHES} == {k: SWITCHES[k][0] == getattr(DEFAULT_CONFIG, k) for k in SWITCHES}
+    sections = browser.js("[...document.querySelectorAll('section h2')].map((h) => h.textContent)")
+    assert sections == ["Budget defaults", "Pruning and compaction", "Runtime", "Overflow and counting",
+                        "Task retention"]
+    browser.screenshot(ARTIFACTS / "console-form-default.png")
+
+
+def test_a_custom_configuration_is_shown_as_stored(browser: Browser) -> None:
+    show(browser, CUSTOM)
+    shown = controls(browser)
+    assert shown["reserved_tokens_cap"] == "15000" and shown["reserved_pct"] == "12" and shown["tail_turns"] == "4"
+    assert shown["anchor_messages"] == "2" and shown["lease_dir"] == "/var/leases"
+    assert shown["max_result_tokens"] == ""
+    assert {k: shown[k] for k in SWITCHES} == {k: CUSTOM[k] == SWITCHES[k][0] for k in SWITCHES}
+    browser.screenshot(ARTIFACTS / "console-form-custom.png")
+
+
+@pytest.mark.parametrize("key", NUMBER_KEYS)
+def test_typing_a_number_proposes_a_value_the_parser_accepts(browser: Browser, key: str) -> None:
+    show(browser, CUSTOM)
+    type_into(browser, key, "3")
+    proposal = last_proposal(browser)
+    assert proposal == {**CUSTOM, key: 3}
+    assert parse_config_value(proposal) == replace(parse_config_value(CUSTOM), **{key: 3})
+    type_into(browser, key, "")  # cleared: the key goes, so the default applies
+    cleared = last_proposal(browser)
+    assert key not in cleared and parse_config_value(cleared) == replace(
+        parse_config_value(CUSTOM), **{key: getattr(DEFAULT_CONFIG, key)})
+
+
+def test_rejected_numbers_propose_nothing(browser: Browser) -> None:
+    show(browser, {})
+    for text in ("-1", "1.5", "9007199254740992"):
+        type_into(browser, "tail_turns", text)
+    assert browser.js("window.__proposals") == []
+
+
+@pytest.mark.parametrize("key", sorted(SWITCHES))
+def test_each_switch_proposes_both_of_its_values(browser: Browser, key: str) -> None:
+    on, off = SWITCHES[key]
+    show(browser, {})
+    click(browser, key)
+    first = last_proposal(browser)
+    expected = off if getattr(DEFAULT_CONFIG, key) == on else on
+    assert first == {key: expected}
+    assert getattr(parse_config_value(first), key) == expected
+    click(browser, key)
+    second = last_proposal(browser)
+    assert second == {key: getattr(DEFAULT_CONFIG, key)}
+    assert parse_config_value(second) == DEFAULT_CONFIG
+
+
+def test_the_lease_directory_is_proposed_as_typed(browser: Browser) -> None:
+    show(browser, {"tail_turns": 5})
+    type_into(browser, "lease_dir", "~/leases")
+    proposal = last_proposal(browser)
+    assert proposal == {"tail_turns": 5, "lease_dir": "~/leases"}
+    assert parse_config_value(proposal).lease_dir == "~/leases"
+
+
+def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> None:
+    show(browser, {})
+    for number, key in enumerate(NUMBER_KEYS, start=1):
+        type_into(browser, key, str(number))
+    for key in SWITCHES:
+        click(browser, key)
+    type_into(browser, "lease_dir", "leases")
+    proposal = last_proposal(browser)
+    config = parse_config_value(proposal)
+    assert config == WorkerConfig(
+        **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
+        **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
+        lease_dir="leases")
+    assert set(proposal) == set(WorkerConfig.key_names())
+    browser.screenshot(ARTIFACTS / "console-form-edited.png")
