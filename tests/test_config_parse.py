@@ -35,7 +35,8 @@ DEFAULTS_1_1_6 = {
     "tail_turns": 2,
 }
 EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "user_less_compaction": True,
-                      "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none"}
+                      "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none",
+                      "count_calibration": "off"}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
@@ -162,6 +163,7 @@ def test_fetched_values_are_not_env_expanded(monkeypatch):
     ("estimator", ("heuristic", "auto")),
     ("summary_check", ("off", "append")),
     ("summarizer_fallback", ("none", "extractive")),
+    ("count_calibration", ("off", "usage")),
 ])
 def test_extension_enum_keys(key, allowed):
     for value in allowed:
@@ -231,6 +233,7 @@ def _without_description(prop: dict) -> dict:
     ("anchor_messages", {"default": 0, "format": "uint", "minimum": 0, "type": "integer"}),
     ("summary_check", {"default": "off", "enum": ["off", "append"], "type": "string"}),
     ("summarizer_fallback", {"default": "none", "enum": ["none", "extractive"], "type": "string"}),
+    ("count_calibration", {"default": "off", "enum": ["off", "usage"], "type": "string"}),
 ])
 def test_schema_properties(key, expected):
     assert _without_description(dict(config_schema()["properties"][key])) == expected
@@ -243,6 +246,6 @@ def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
     for bad in ({"tail_truns": 3}, {"reserved_pct": -1}, {"allow_fallback_limits": 1},
                 {"lease_dir": 5}, {"estimator": "x"}, {"tail_turns": None},
                 {"anchor_messages": -1}, {"anchor_messages": 1.5}, {"summary_check": "on"},
-                {"summarizer_fallback": "llm"}):
+                {"summarizer_fallback": "llm"}, {"count_calibration": "on"}):
         assert not validator.is_valid(bad)
         rejection(bad)

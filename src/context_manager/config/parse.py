@@ -15,6 +15,7 @@ from context_manager.wire import decode as t
 from context_manager.wire.errors import DecodeError
 from context_manager.core.settings import (
     DEFAULT_CONFIG,
+    CountCalibration,
     EstimatorName,
     OverflowFallback,
     SummarizerFallback,
@@ -27,6 +28,7 @@ OVERFLOW_FALLBACKS: tuple[str, ...] = get_args(OverflowFallback)
 ESTIMATORS: tuple[str, ...] = get_args(EstimatorName)
 SUMMARY_CHECKS: tuple[str, ...] = get_args(SummaryCheck)
 SUMMARIZER_FALLBACKS: tuple[str, ...] = get_args(SummarizerFallback)
+COUNT_CALIBRATIONS: tuple[str, ...] = get_args(CountCalibration)
 
 
 class ConfigError(ValueError):
@@ -64,10 +66,11 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "anchor_messages": _usize,
     "summary_check": t.enum_of(SUMMARY_CHECKS),
     "summarizer_fallback": t.enum_of(SUMMARIZER_FALLBACKS),
+    "count_calibration": t.enum_of(COUNT_CALIBRATIONS),
 }
 
 STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
-                         "summarizer_fallback"))
+                         "summarizer_fallback", "count_calibration"))
 
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.config.parse import (
+    COUNT_CALIBRATIONS,
     ESTIMATORS,
     OVERFLOW_FALLBACKS,
     SUMMARIZER_FALLBACKS,
@@ -113,6 +114,12 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
         {"enum": list(SUMMARIZER_FALLBACKS), "type": "string"},
         "\"extractive\": when compaction has no summariser or the summariser fails, build the "
         "summary from the head deterministically; \"none\" skips compaction instead.",
+    ),
+    "count_calibration": (
+        {"enum": list(COUNT_CALIBRATIONS), "type": "string"},
+        "\"usage\": counts are anchored on the provider's own prompt count, read from the latest "
+        "assistant message's usage, and what was added since is scaled by the observed ratio; "
+        "\"off\" keeps the estimator's counts.",
     ),
 }
 

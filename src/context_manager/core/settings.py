@@ -10,6 +10,7 @@ OverflowFallback = Literal["error", "drop_oldest"]
 EstimatorName = Literal["heuristic", "auto"]
 SummaryCheck = Literal["off", "append"]
 SummarizerFallback = Literal["none", "extractive"]
+CountCalibration = Literal["off", "usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class WorkerConfig:
     anchor_messages: int = 0
     summary_check: SummaryCheck = "off"
     summarizer_fallback: SummarizerFallback = "none"
+    # Counts anchored on the provider's `usage` (README "Count calibration"); "off" keeps 1.1.6 counts.
+    count_calibration: CountCalibration = "off"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
