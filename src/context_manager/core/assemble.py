@@ -40,6 +40,12 @@ from context_manager.core.budget import default_reserved, usable_budget
 from context_manager.core.passes.cap import cap_results
 from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.emergency import emergency_reduce
+from context_manager.core.counting.calibration import (
+    Calibration,
+    InputDigests,
+    Recall,
+    choose_calibration,
+)
 from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
@@ -104,6 +110,9 @@ class _Context:
     # The pinned anchor ahead of ``view``: never changed, always returned first.
     anchor: list[Message] = field(default_factory=list)
     anchor_sizes: list[int] = field(default_factory=list)
+    anchor_to_orig: list[int] = field(default_factory=list)
+    # The model-facing messages as the request gave them (before any pass), for the ledger.
+    original: list[Message] = field(default_factory=list)
     # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
     # positions of inline results, so one resolution serves both passes.
     _function_ids: dict[tuple[int, int], str] | None = None
@@ -148,9 +157,14 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
     )
     state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested)
-    if state.anchor and state.fixed_tokens() > usable:
+    calibration, digests = _calibration(state, request, estimator, deps)
+    # Every pass compares estimates with the budget in estimator units: with a calibration, the
+    # largest estimate whose calibrated count fits (``Calibration.unscale``).
+    budget = usable if calibration is None else (
+        calibration.unscale(usable - state.overhead_tokens) + state.overhead_tokens)
+    if state.anchor and state.fixed_tokens() > budget:
         # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
-        raise errors.overflow(state.fixed_tokens(), usable)
+        raise errors.overflow(_reported(state, state.fixed_tokens(), calibration), usable)
     applied: dict[str, Any] = {
         "initial_token_count": state.total(),
         "pruned": False,
@@ -163,31 +177,89 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         applied["anchor_tokens"] = sum(state.anchor_sizes)
     _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
-        _prune_pass(state, options, config, estimator, applied, reuse)
-    if state.total() > usable and options.allow_compaction is not False:
+        _prune_pass(state, options, config, estimator, applied, reuse, calibration)
+    if state.total() > budget and options.allow_compaction is not False:
         outcome = await compaction_step(
-            _compaction_request(state, request, usable, estimator, config), deps
+            _compaction_request(state, request, budget, estimator, config), deps
         )
         if outcome is not None:
             _apply_compaction(state, outcome, request.system_prompt, estimator, applied)
-    if state.total() > usable:
-        _emergency_pass(state, state.total() - usable, estimator, applied)
-    if state.total() > usable and config.overflow_fallback == "drop_oldest":
-        _drop_oldest_pass(state, state.total() - usable, applied, deps.log)
+    if state.total() > budget:
+        _emergency_pass(state, state.total() - budget, estimator, applied)
+    if state.total() > budget and config.overflow_fallback == "drop_oldest":
+        _drop_oldest_pass(state, state.total() - budget, applied, deps.log)
 
-    token_count = state.total()
-    if token_count > usable:
-        raise errors.overflow(token_count, usable)
+    if state.total() > budget:
+        raise errors.overflow(_reported(state, state.total(), calibration), usable)
+    if digests is not None:
+        _remember_sent(state, request, digests, deps)
+    if calibration is not None:
+        _calibrate_applied(applied, calibration)
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
-        "token_count": token_count,
+        "token_count": _reported(state, state.total(), calibration),
         "usable": usable,
         "effective_max_output_tokens": resolved.max_output_tokens,
         "model_resolved": resolved.provenance,
         "applied": applied,
-        "breakdown": _breakdown(state, request.parts, estimator),
+        "breakdown": _breakdown(state, request.parts, estimator, calibration),
     }
+
+
+def _calibration(
+    state: _Context, request: AssembleRequest, estimator: Estimator, deps: AssembleDeps
+) -> tuple[Calibration | None, InputDigests | None]:
+    """The call's anchor (``core.counting.calibration``) and its input digests, under
+    ``count_calibration: usage``; (None, None) otherwise."""
+    if deps.config.count_calibration != "usage":
+        return None, None
+    digests = InputDigests(
+        (estimator.kind, request.model.id, request.system_prompt, request.options.previous_summary,
+         request.tools),
+        request.messages,
+    )
+    ledger = getattr(deps, "sent_ledger", None)
+    calibration = choose_calibration(
+        request.messages,
+        state.anchor_to_orig + state.view_to_orig,
+        state.anchor_sizes + state.sizes,
+        state.prompt_tokens + state.tools_tokens,
+        Recall(ledger, digests) if ledger is not None else None,
+    )
+    return calibration, digests
+
+
+def _reported(state: _Context, total: int, calibration: Calibration | None) -> int:
+    """A total in estimator units as the response reports it (overhead is never scaled)."""
+    if calibration is None:
+        return total
+    return calibration.scale(total - state.overhead_tokens) + state.overhead_tokens
+
+
+def _calibrate_applied(applied: dict[str, Any], calibration: Calibration) -> None:
+    for key in ("initial_token_count", "pruned_tokens", "capped_tokens", "anchor_tokens",
+                "tokens_before", "summarized_head_tokens"):
+        if key in applied:
+            applied[key] = calibration.scale(applied[key])
+
+
+def _remember_sent(state: _Context, request: AssembleRequest, digests: InputDigests,
+                   deps: AssembleDeps) -> None:
+    """A reduced context is not the request's prefix any more: remember what was sent, so the
+    next call's anchor on this one is measured against it."""
+    ledger = getattr(deps, "sent_ledger", None)
+    if ledger is None:
+        return
+    returned = state.messages()
+    unchanged = (
+        len(returned) == len(state.original)
+        and all(a is b for a, b in zip(returned, state.original))
+        and state.system_prompt == render_system_prompt(request.system_prompt,
+                                                        request.options.previous_summary)
+    )
+    if not unchanged:
+        ledger.remember(digests.whole(), state.total() - state.overhead_tokens)
 
 
 def _initial_context(
@@ -201,8 +273,10 @@ def _initial_context(
         if message["role"] != "custom":
             view.append(message)
             view_to_orig.append(index)
+    original = view
     pinned = anchor_length(view, anchor_requested)
     anchor = view[:pinned]
+    anchor_to_orig = view_to_orig[:pinned]
     if pinned:
         view, view_to_orig = view[pinned:], view_to_orig[pinned:]
     view = normalize_media(view, vision)
@@ -217,6 +291,8 @@ def _initial_context(
         overhead_tokens=request.options.request_overhead_tokens or 0,
         anchor=anchor,
         anchor_sizes=message_sizes(anchor, estimator, reuse) if anchor else [],
+        anchor_to_orig=anchor_to_orig,
+        original=original,
     )
 
 
@@ -256,13 +332,18 @@ def _prune_pass(
     estimator: Estimator,
     applied: dict[str, Any],
     reuse: CallReuse,
+    calibration: Calibration | None = None,
 ) -> None:
     # Assemble reads every prune threshold from configuration; only the protected list is per call.
+    # Its token thresholds are in provider units under a calibration, like the budget.
+    protect, min_free = config.protect_recent_tokens, config.min_free_tokens
+    if calibration is not None:
+        protect, min_free = calibration.unscale(protect), calibration.unscale(min_free)
     params = PruneParams(
-        protect_recent_tokens=config.protect_recent_tokens,
+        protect_recent_tokens=protect,
         decay_user_turns=config.decay_user_turns,
         protected_user_turns=config.protected_user_turns,
-        min_free_tokens=config.min_free_tokens,
+        min_free_tokens=min_free,
         max_output_chars=config.max_output_chars,
         protected_functions=options.protected_functions or (),
     )
@@ -328,16 +409,30 @@ def _drop_oldest_pass(
 
 
 def _breakdown(
-    state: _Context, parts: dict[str, str] | None, estimator: Estimator
+    state: _Context, parts: dict[str, str] | None, estimator: Estimator,
+    calibration: Calibration | None = None,
 ) -> dict[str, Any]:
+    roles = by_role(state.messages(), state.anchor_sizes + state.sizes)
+    prompt_tokens, tools_count = state.prompt_tokens, state.tools_tokens
+    if calibration is not None:
+        # Apportioned so that the parts still add up to the calibrated token_count.
+        names = list(roles)
+        scaled = calibration.apportion([prompt_tokens, tools_count, *roles.values()])
+        prompt_tokens, tools_count = scaled[0], scaled[1]
+        roles = dict(zip(names, scaled[2:]))
     breakdown: dict[str, Any] = {
-        "system_prompt_tokens": state.prompt_tokens,
-        "tools_tokens": state.tools_tokens,
-        "by_role": by_role(state.messages(), state.anchor_sizes + state.sizes),
+        "system_prompt_tokens": prompt_tokens,
+        "tools_tokens": tools_count,
+        "by_role": roles,
     }
     if parts is not None:
-        breakdown["by_part"] = {name: estimator.text(text) for name, text in sorted(parts.items())}
+        breakdown["by_part"] = {
+            name: estimator.text(text) if calibration is None else calibration.scale(estimator.text(text))
+            for name, text in sorted(parts.items())
+        }
     breakdown["estimator"] = estimator.kind
+    if calibration is not None:
+        breakdown["calibration"] = calibration.report()
     return breakdown
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.memo import SHARED_MEMO, MessageMemo
+from context_manager.core.counting.calibration import SHARED_LEDGER, SentLedger
 from context_manager.core.reuse import CallReuse, decoding_policy
 from context_manager.ports import Clock, LeaseStore, ModelResolver, Summarizer, SystemClock, TokenizerSource
 
@@ -30,6 +31,8 @@ class HandlerContext:
     # The payload was parsed from JSON text (engine frame, command line), so it holds only what
     # JSON can carry; a Python caller's values may hold more (tuples, NaN, enums).
     payload_from_json: bool = False
+    # What this process returned for the inputs it reduced (``count_calibration: usage``).
+    sent_ledger: SentLedger | None = SHARED_LEDGER
 
 
 def call_reuse(ctx: HandlerContext) -> CallReuse:

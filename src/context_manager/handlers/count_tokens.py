@@ -14,6 +14,7 @@ from context_manager.core.counting.estimate import (
     message_sizes,
     tools_tokens,
 )
+from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.raw_estimate import floats_match, heuristic_tokens
 from context_manager.core.intake import Intake
 from context_manager.core.reuse import CallReuse
@@ -86,19 +87,46 @@ def _decode(
 def count_tokens(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[str, Any]:
     intake = Intake(reuse)
     request, est, sizes, roles = _decode(payload, ctx, intake)
-    tokens = sum(sizes)
-    if request["system_prompt"] is not None:
-        tokens += est.text(request["system_prompt"])
+    prompt_tokens = est.text(request["system_prompt"]) if request["system_prompt"] is not None else 0
+    counted = tools_tokens(request["tools"], est, intake.reuse) if request["tools"] is not None else 0
+    calibration = _calibration(request, est, sizes, prompt_tokens + counted, ctx)
+    tokens = sum(sizes) + prompt_tokens + counted
+    if calibration is not None:
+        # Apportioned so that the parts still add up to the calibrated total.
+        names = list(roles)
+        scaled = calibration.apportion([prompt_tokens, counted, *roles.values()])
+        counted, roles = scaled[1], dict(zip(names, scaled[2:]))
+        tokens = calibration.scale(tokens)
     response: dict[str, Any] = {"tokens": 0, "by_role": roles}
     if request["tools"] is not None:
-        counted = tools_tokens(request["tools"], est, intake.reuse)
-        tokens += counted
         response["tools_tokens"] = counted
     if request["parts"] is not None:
-        response["by_part"] = {name: est.text(text) for name, text in request["parts"].items()}
+        response["by_part"] = {
+            name: est.text(text) if calibration is None else calibration.scale(est.text(text))
+            for name, text in request["parts"].items()
+        }
     response["tokens"] = tokens
     response["estimator"] = est.kind
+    if calibration is not None:
+        response["calibration"] = calibration.report()
     return response
+
+
+def _calibration(
+    request: dict[str, Any], est: Any, sizes: list[int], fixed_tokens: int, ctx: HandlerContext
+) -> Calibration | None:
+    """The anchor of ``count_calibration: usage`` (``core.counting.calibration``): every message
+    counted here is taken as sent, unless this process reduced the anchored call."""
+    if ctx.config.count_calibration != "usage":
+        return None
+    messages = request["messages"]
+    ledger = ctx.sent_ledger
+    recall = None
+    if ledger is not None:
+        digests = InputDigests((est.kind, request["model"].id, request["system_prompt"], None,
+                                request["tools"]), messages)
+        recall = Recall(ledger, digests)
+    return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall)
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
