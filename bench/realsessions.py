@@ -66,6 +66,7 @@ def _summary(ratios: list[float], big: list[float]) -> dict[str, Any]:
 def session_table(folder: Path) -> list[dict[str, Any]]:
     """Per recorded session with usage: estimate / provider count per mode."""
     rows = []
+    pooled: dict[str, tuple[list[float], list[float]]] = {mode: ([], []) for mode in MODES}
     for path in sorted(folder.glob("*.json")):
         session = load(path)
         messages = session["messages"]
@@ -83,7 +84,12 @@ def session_table(folder: Path) -> list[dict[str, Any]]:
                 if provider >= BIG_PROMPT:
                     big.append(counted / provider)
             row["modes"][mode] = _summary(ratios, big)
+            pooled[mode][0].extend(ratios)
+            pooled[mode][1].extend(big)
         rows.append(row)
+    if rows:
+        rows.append({"session": "all (pooled)",
+                     "modes": {mode: _summary(r, b) for mode, (r, b) in pooled.items()}})
     return rows
 
 

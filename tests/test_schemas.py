@@ -34,9 +34,12 @@ ADDED_SUMMARY_KIND = "/response_schema/definitions/Applied/properties/summary_ki
 ADDED_ANCHOR_OPTION = "/request_schema/definitions/AssembleOptions/properties/anchor_messages"
 ADDED_COMPACT_RETAINED = "/response_schema/oneOf/0/properties/retained_items"
 ADDED_COMPACT_KIND = "/response_schema/oneOf/0/properties/summary_kind"
+ADDED_CALIBRATION = "/response_schema/definitions/AssembleBreakdown/properties/calibration"
+ADDED_COUNT_CALIBRATION = "/response_schema/properties/calibration"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
-                      ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_ANCHOR_OPTION]
+                      ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_ANCHOR_OPTION, ADDED_CALIBRATION]
 COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
+COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 
 
@@ -126,6 +129,7 @@ def test_documented_additions_are_exactly_these():
     assert DOCUMENTED_ADDITIONS == (
         *(("context::assemble", pointer) for pointer in ASSEMBLE_ADDITIONS),
         *(("context::compact", pointer) for pointer in COMPACT_ADDITIONS),
+        *(("context::count-tokens", pointer) for pointer in COUNT_TOKENS_ADDITIONS),
     )
 
 
@@ -237,6 +241,8 @@ def test_golden_records_the_additions():
     assert assemble["documented_additions"] == ASSEMBLE_ADDITIONS
     compact = json.loads((GOLDEN_DIR / "context.compact.json").read_text(encoding="utf-8"))
     assert compact["documented_additions"] == COMPACT_ADDITIONS
+    count = json.loads((GOLDEN_DIR / "context.count-tokens.json").read_text(encoding="utf-8"))
+    assert count["documented_additions"] == COUNT_TOKENS_ADDITIONS
 
 
 def test_regeneration_needs_the_explicit_flag(tmp_path, capsys):

@@ -165,8 +165,9 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     if state.anchor and state.fixed_tokens() > budget:
         # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
         raise errors.overflow(_reported(state, state.fixed_tokens(), calibration), usable)
+    initial_total = state.total()
     applied: dict[str, Any] = {
-        "initial_token_count": state.total(),
+        "initial_token_count": initial_total,
         "pruned": False,
         "pruned_tokens": 0,
         "capped_parts": 0,
@@ -195,6 +196,7 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         _remember_sent(state, request, digests, deps)
     if calibration is not None:
         _calibrate_applied(applied, calibration)
+        applied["initial_token_count"] = _reported(state, initial_total, calibration)
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
@@ -238,10 +240,10 @@ def _reported(state: _Context, total: int, calibration: Calibration | None) -> i
 
 
 def _calibrate_applied(applied: dict[str, Any], calibration: Calibration) -> None:
-    for key in ("initial_token_count", "pruned_tokens", "capped_tokens", "anchor_tokens",
+    for key in ("pruned_tokens", "capped_tokens", "anchor_tokens",
                 "tokens_before", "summarized_head_tokens"):
         if key in applied:
-            applied[key] = calibration.scale(applied[key])
+            applied[key] = calibration.amount(applied[key])
 
 
 def _remember_sent(state: _Context, request: AssembleRequest, digests: InputDigests,
@@ -338,7 +340,7 @@ def _prune_pass(
     # Its token thresholds are in provider units under a calibration, like the budget.
     protect, min_free = config.protect_recent_tokens, config.min_free_tokens
     if calibration is not None:
-        protect, min_free = calibration.unscale(protect), calibration.unscale(min_free)
+        protect, min_free = calibration.estimate_of_amount(protect), calibration.estimate_of_amount(min_free)
     params = PruneParams(
         protect_recent_tokens=protect,
         decay_user_turns=config.decay_user_turns,
@@ -427,7 +429,7 @@ def _breakdown(
     }
     if parts is not None:
         breakdown["by_part"] = {
-            name: estimator.text(text) if calibration is None else calibration.scale(estimator.text(text))
+            name: estimator.text(text) if calibration is None else calibration.amount(estimator.text(text))
             for name, text in sorted(parts.items())
         }
     breakdown["estimator"] = estimator.kind

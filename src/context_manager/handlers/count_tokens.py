@@ -102,7 +102,7 @@ def count_tokens(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[st
         response["tools_tokens"] = counted
     if request["parts"] is not None:
         response["by_part"] = {
-            name: est.text(text) if calibration is None else calibration.scale(est.text(text))
+            name: est.text(text) if calibration is None else calibration.amount(est.text(text))
             for name, text in request["parts"].items()
         }
     response["tokens"] = tokens

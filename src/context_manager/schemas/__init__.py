@@ -34,8 +34,10 @@ DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Applied/properties/retained_items"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/summary_kind"),
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/anchor_messages"),
+    ("context::assemble", "/response_schema/definitions/AssembleBreakdown/properties/calibration"),
     ("context::compact", "/response_schema/oneOf/0/properties/retained_items"),
     ("context::compact", "/response_schema/oneOf/0/properties/summary_kind"),
+    ("context::count-tokens", "/response_schema/properties/calibration"),
 )
 
 _DATA_FILE = "functions.json"

@@ -97,6 +97,16 @@ class Calibration:
         num, den = self._growth()
         return max(0, self.provider_tokens + -(-(tokens - self.estimated_tokens) * num // den))
 
+    def amount(self, tokens: int) -> int:
+        """A part or a difference (freed, capped, one text) at the growth ratio, rounded up."""
+        num, den = self._growth()
+        return -(-tokens * num // den)
+
+    def estimate_of_amount(self, tokens: int) -> int:
+        """The largest estimate whose ``amount`` is at most ``tokens`` (a threshold's estimate)."""
+        num, den = self._growth()
+        return max(0, tokens) * den // num
+
     def unscale(self, tokens: int) -> int:
         """The largest estimate whose calibrated count is at most ``tokens``."""
         num, den = self._growth()
