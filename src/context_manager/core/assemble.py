@@ -157,7 +157,7 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
     )
     state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested)
-    calibration, digests = _calibration(state, request, estimator, deps)
+    calibration, digests = _calibration(state, request, estimator, deps, reuse)
     # Every pass compares estimates with the budget in estimator units: with a calibration, the
     # largest estimate whose calibrated count fits (``Calibration.unscale``).
     budget = usable if calibration is None else (
@@ -210,7 +210,8 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
 
 
 def _calibration(
-    state: _Context, request: AssembleRequest, estimator: Estimator, deps: AssembleDeps
+    state: _Context, request: AssembleRequest, estimator: Estimator, deps: AssembleDeps,
+    reuse: CallReuse,
 ) -> tuple[Calibration | None, InputDigests | None]:
     """The call's anchor (``core.counting.calibration``) and its input digests, under
     ``count_calibration: usage``; (None, None) otherwise."""
@@ -220,6 +221,7 @@ def _calibration(
         (estimator.kind, request.model.id, request.system_prompt, request.options.previous_summary,
          request.tools),
         request.messages,
+        reuse.memo,
     )
     ledger = getattr(deps, "sent_ledger", None)
     calibration = choose_calibration(

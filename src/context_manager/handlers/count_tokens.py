@@ -124,7 +124,7 @@ def _calibration(
     recall = None
     if ledger is not None:
         digests = InputDigests((est.kind, request["model"].id, request["system_prompt"], None,
-                                request["tools"]), messages)
+                                request["tools"]), messages, ctx.memo)
         recall = Recall(ledger, digests)
     return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall)
 

@@ -36,6 +36,8 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
+from context_manager.core.memo import MessageMemo, remembered
+
 MIN_RATIO = 0.25
 MAX_RATIO = 4.0
 # Anchors looked at, newest first, before giving up on a request (each costs one comparison).
@@ -214,33 +216,56 @@ class Recall:
         return self._ledger.recall(self._digests.prefix(index))
 
 
+def _value_digest(value: Any) -> bytes:
+    # Key order is not content: parsed and decoded copies hash alike.
+    return hashlib.blake2b(orjson.dumps(value, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+
+
+_message_digest = _value_digest
+
+
 class InputDigests:
-    """Digests of a request's input and of its prefixes (model, system prompt, tools, messages)."""
+    """Digests of a request's input and of its prefixes (model, system prompt, tools, messages).
 
-    __slots__ = ("_head", "_messages", "_cache")
+    A prefix's digest is taken over its messages' own digests, each remembered on the call's memo
+    entry, so a warm agent loop hashes only the messages it has not seen before.
+    """
 
-    def __init__(self, header: Iterable[Any], messages: Sequence[dict[str, Any]]) -> None:
-        head = hashlib.blake2b(digest_size=16)
-        for value in header:
-            head.update(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
-            head.update(b"\x00")
-        self._head = head
+    __slots__ = ("_header", "_head", "_messages", "_memo", "_digests")
+
+    def __init__(self, header: Sequence[Any], messages: Sequence[dict[str, Any]],
+                 memo: MessageMemo | None = None) -> None:
+        self._header = header
+        self._head: Any = None  # hashed on first use: most calls never need a digest
         self._messages = messages
-        self._cache: dict[int, bytes] = {}
+        self._memo = memo
+        self._digests: list[bytes] = []
+
+    def _header_hash(self) -> Any:
+        if self._head is None:
+            head = hashlib.blake2b(digest_size=16)
+            for value in self._header:
+                # A tools list the memo holds is hashed once.
+                part = remembered(self._memo, value, _DIGEST_KEY, lambda v=value: _value_digest(v)) \
+                    if type(value) is list else _value_digest(value)
+                head.update(part)
+            self._head = head
+        return self._head
 
     def prefix(self, count: int) -> bytes:
-        digest = self._cache.get(count)
-        if digest is None:
-            h = self._head.copy()
-            for message in self._messages[:count]:
-                # Key order is not content: parsed and decoded copies hash alike.
-                h.update(orjson.dumps(message, option=orjson.OPT_SORT_KEYS))
-                h.update(b"\x00")
-            digest = self._cache[count] = h.digest()
-        return digest
+        digests = self._digests
+        memo = self._memo
+        for message in self._messages[len(digests):count]:
+            digests.append(remembered(memo, message, _DIGEST_KEY, lambda m=message: _message_digest(m)))
+        h = self._header_hash().copy()
+        h.update(b"".join(digests[:count]))
+        return h.digest()
 
     def whole(self) -> bytes:
         return self.prefix(len(self._messages))
+
+
+_DIGEST_KEY = "calibration-digest"
 
 
 class SentLedger:
