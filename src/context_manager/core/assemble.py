@@ -46,7 +46,7 @@ from context_manager.core.counting.calibration import (
     Recall,
     choose_calibration,
 )
-from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
+from context_manager.core.counting.estimate import by_role, estimator_for_call, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.compaction.prompts import render_system_prompt
@@ -151,7 +151,7 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         else default_reserved(resolved.context_window, config)
     )
     usable = usable_budget(resolved, reserved, options.thinking_level)
-    estimator = estimator_for_model(request.model.id, config, deps.tokenizers)
+    estimator = estimator_for_call(request.model.id, config, deps.tokenizers, request.model.provider)
 
     anchor_requested = (
         options.anchor_messages if options.anchor_messages is not None else config.anchor_messages

@@ -10,7 +10,7 @@ from context_manager.core.counting.estimate import (
     HEURISTIC,
     by_role,
     empty_by_role,
-    estimator_for_model,
+    estimator_for_call,
     message_sizes,
     tools_tokens,
 )
@@ -71,7 +71,7 @@ def _decode(
         except DecodeError:
             request = None  # the ordinary decoding below raises the exact error
         if request is not None and request["messages"] is not None:
-            est = estimator_for_model(request["model"].id, ctx.config, ctx.tokenizers)
+            est = estimator_for_call(request["model"].id, ctx.config, ctx.tokenizers, request["model"].provider)
             if est is HEURISTIC and floats_match():
                 return (request, est, *_heuristic_count(request["messages"]))
     table = {**_REQUEST, "messages": t.FieldSpec(intake.messages), "tools": tools}
@@ -79,7 +79,7 @@ def _decode(
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
-    est = estimator_for_model(request["model"].id, ctx.config, ctx.tokenizers)
+    est = estimator_for_call(request["model"].id, ctx.config, ctx.tokenizers, request["model"].provider)
     sizes = message_sizes(messages, est, intake.reuse)
     return request, est, sizes, by_role(messages, sizes)
 
