@@ -269,7 +269,8 @@ def test_ledger_is_bounded_and_keys_ignore_member_order():
     for n in range(3):
         ledger.remember(bytes([n]), n)
     assert len(ledger) == 2 and ledger.recall(bytes([0])) is None and ledger.recall(bytes([2])) == 2
-    a = InputDigests(("heuristic", "m"), [{"role": "user", "x": 1}]).whole()
-    b = InputDigests(("heuristic", "m"), [{"x": 1, "role": "user"}]).whole()
-    c = InputDigests(("heuristic", "m2"), [{"x": 1, "role": "user"}]).whole()
-    assert a == b != c
+    a = InputDigests(("heuristic", "m"), [{"role": "user", "x": 1}]).whole(5)
+    b = InputDigests(("heuristic", "m"), [{"x": 1, "role": "user"}]).whole(5)
+    c = InputDigests(("heuristic", "m2"), [{"x": 1, "role": "user"}]).whole(5)
+    d = InputDigests(("heuristic", "m"), [{"x": 1, "role": "user"}]).whole(6)
+    assert a == b != c and b != d

@@ -193,7 +193,7 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     if state.total() > budget:
         raise errors.overflow(_reported(state, state.total(), calibration), usable)
     if digests is not None:
-        _remember_sent(state, request, digests, deps)
+        _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens)
     if calibration is not None:
         _calibrate_applied(applied, calibration)
         applied["initial_token_count"] = _reported(state, initial_total, calibration)
@@ -249,7 +249,7 @@ def _calibrate_applied(applied: dict[str, Any], calibration: Calibration) -> Non
 
 
 def _remember_sent(state: _Context, request: AssembleRequest, digests: InputDigests,
-                   deps: AssembleDeps) -> None:
+                   deps: AssembleDeps, input_estimate: int) -> None:
     """A reduced context is not the request's prefix any more: remember what was sent, so the
     next call's anchor on this one is measured against it."""
     ledger = getattr(deps, "sent_ledger", None)
@@ -263,7 +263,7 @@ def _remember_sent(state: _Context, request: AssembleRequest, digests: InputDige
                                                         request.options.previous_summary)
     )
     if not unchanged:
-        ledger.remember(digests.whole(), state.total() - state.overhead_tokens)
+        ledger.remember(digests.whole(input_estimate), state.total() - state.overhead_tokens)
 
 
 def _initial_context(

@@ -32,7 +32,9 @@ import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from threading import Lock
-from typing import Any, Iterable, Sequence
+from bisect import bisect_left
+from itertools import accumulate
+from typing import Any, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -151,26 +153,26 @@ def choose_calibration(
 
     ``messages`` are the request's messages (request indices); ``view_to_orig[i]`` is the request
     index of model-facing message ``i`` and ``sizes[i]`` its estimate; ``fixed_tokens`` is the
-    estimate of the system prompt and tools. ``recalled(index)`` gives what this worker returned
-    for the call whose input was ``messages[:index]`` when it reduced that call, else None.
+    estimate of the system prompt and tools. ``recalled(index, estimate)`` gives what this worker
+    returned for the call whose input was ``messages[:index]`` (estimated at ``estimate``) when it
+    reduced that call, else None.
     """
     total = fixed_tokens + sum(sizes)
     latest: Calibration | None = None
     latest_prefix = 0
     tried = 0
-    position = len(view_to_orig)  # model-facing messages before the current candidate
-    prefix = total  # fixed_tokens + sizes[:position]
-    for index in range(len(messages) - 1, -1, -1):
-        while position and view_to_orig[position - 1] >= index:
-            position -= 1
-            prefix -= sizes[position]
+    cumulative: list[int] | None = None  # fixed_tokens + sizes[:k], built on first need
+    for index in _usage_indices(messages):
         provider = provider_prompt_tokens(messages[index])
         if not provider:
             continue
         tried += 1
         if tried > MAX_ANCHORS_TRIED:
             break
-        sent = recalled(index) if recalled is not None else None
+        if cumulative is None:
+            cumulative = list(accumulate(sizes, initial=fixed_tokens))
+        prefix = cumulative[bisect_left(view_to_orig, index)]
+        sent = recalled(index, prefix) if recalled is not None else None
         estimated = sent if sent is not None else prefix
         if latest is None:
             candidate = Calibration(index, provider, estimated)
@@ -196,13 +198,20 @@ def choose_calibration(
     return latest
 
 
+def _usage_indices(messages: Sequence[dict[str, Any]]) -> Iterator[int]:
+    """Indices of the messages that carry a ``usage``, newest first."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("usage") is not None:
+            yield index
+
+
 def _not_below_added(calibration: Calibration, total: int, prefix: int) -> bool:
     # Never below the estimate of the content added after the anchor.
     return calibration.scale(total) >= total - prefix
 
 
 class Recall:
-    """``recalled(index)`` of ``choose_calibration`` over one request and a ledger."""
+    """``recalled(index, estimate)`` of ``choose_calibration`` over one request and a ledger."""
 
     __slots__ = ("_ledger", "_digests")
 
@@ -210,10 +219,10 @@ class Recall:
         self._ledger = ledger
         self._digests = digests
 
-    def __call__(self, index: int) -> int | None:
+    def __call__(self, index: int, estimate: int) -> int | None:
         if not self._ledger:
             return None
-        return self._ledger.recall(self._digests.prefix(index))
+        return self._ledger.recall(self._digests.prefix(index, estimate))
 
 
 def _value_digest(value: Any) -> bytes:
@@ -221,25 +230,26 @@ def _value_digest(value: Any) -> bytes:
     return hashlib.blake2b(orjson.dumps(value, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
 
 
-_message_digest = _value_digest
-
 
 class InputDigests:
-    """Digests of a request's input and of its prefixes (model, system prompt, tools, messages).
+    """Keys of a request's input and of its prefixes for the ``SentLedger``.
 
-    A prefix's digest is taken over its messages' own digests, each remembered on the call's memo
-    entry, so a warm agent loop hashes only the messages it has not seen before.
+    A key covers the model, system prompt and tools (the header), the number of messages, their
+    total estimate and the digests of the last ``TAIL_MESSAGES`` of them: what identifies one
+    history in practice at a cost independent of its length (each message digest is remembered
+    on the call's memo entry, so a warm agent loop hashes only new messages).
     """
 
-    __slots__ = ("_header", "_head", "_messages", "_memo", "_digests")
+    __slots__ = ("_header", "_head", "_messages", "_memo")
+
+    TAIL_MESSAGES = 8
 
     def __init__(self, header: Sequence[Any], messages: Sequence[dict[str, Any]],
                  memo: MessageMemo | None = None) -> None:
         self._header = header
-        self._head: Any = None  # hashed on first use: most calls never need a digest
+        self._head: Any = None  # hashed on first use: most calls never need a key
         self._messages = messages
         self._memo = memo
-        self._digests: list[bytes] = []
 
     def _header_hash(self) -> Any:
         if self._head is None:
@@ -252,17 +262,18 @@ class InputDigests:
             self._head = head
         return self._head
 
-    def prefix(self, count: int) -> bytes:
-        digests = self._digests
+    def prefix(self, count: int, estimate: int) -> bytes:
+        """The key of ``messages[:count]`` whose estimate (with the header) is ``estimate``."""
         memo = self._memo
-        for message in self._messages[len(digests):count]:
-            digests.append(remembered(memo, message, _DIGEST_KEY, lambda m=message: _message_digest(m)))
         h = self._header_hash().copy()
-        h.update(b"".join(digests[:count]))
+        h.update(count.to_bytes(8, "little"))
+        h.update(max(0, estimate).to_bytes(8, "little"))
+        for message in self._messages[max(0, count - self.TAIL_MESSAGES):count]:
+            h.update(remembered(memo, message, _DIGEST_KEY, lambda m=message: _value_digest(m)))
         return h.digest()
 
-    def whole(self) -> bytes:
-        return self.prefix(len(self._messages))
+    def whole(self, estimate: int) -> bytes:
+        return self.prefix(len(self._messages), estimate)
 
 
 _DIGEST_KEY = "calibration-digest"
