@@ -160,7 +160,7 @@ def test_fetched_values_are_not_env_expanded(monkeypatch):
 
 @pytest.mark.parametrize("key,allowed", [
     ("overflow_fallback", ("error", "drop_oldest")),
-    ("estimator", ("heuristic", "auto")),
+    ("estimator", ("heuristic", "auto", "router")),
     ("summary_check", ("off", "append")),
     ("summarizer_fallback", ("none", "extractive")),
     ("count_calibration", ("off", "usage")),
@@ -168,18 +168,18 @@ def test_fetched_values_are_not_env_expanded(monkeypatch):
 def test_extension_enum_keys(key, allowed):
     for value in allowed:
         assert getattr(parse_config_value({key: value}), key) == value
-    assert rejection({key: "other"}) == (
-        f"json parse: unknown variant `other`, expected `{allowed[0]}` or `{allowed[1]}`"
-    )
+    expected = (f"`{allowed[0]}` or `{allowed[1]}`" if len(allowed) == 2
+                else "one of " + ", ".join(f"`{v}`" for v in allowed))
+    assert rejection({key: "other"}) == f"json parse: unknown variant `other`, expected {expected}"
     for bad in (None, 1, True, ["error"]):
         rejection({key: bad})
 
 
 def test_the_enumerations_are_the_record_literals_in_order():
     assert OVERFLOW_FALLBACKS == ("error", "drop_oldest")
-    assert ESTIMATORS == ("heuristic", "auto")
+    assert ESTIMATORS == ("heuristic", "auto", "router")
     assert config_schema()["properties"]["overflow_fallback"]["enum"] == ["error", "drop_oldest"]
-    assert config_schema()["properties"]["estimator"]["enum"] == ["heuristic", "auto"]
+    assert config_schema()["properties"]["estimator"]["enum"] == ["heuristic", "auto", "router"]
 
 
 def test_first_fault_in_key_order_is_reported():
@@ -228,7 +228,7 @@ def _without_description(prop: dict) -> dict:
     ("summarizer_timeout_ms", {"default": 320000, "format": "uint64", "minimum": 0, "type": "integer"}),
     ("tail_turns", {"default": 2, "format": "uint", "minimum": 0, "type": "integer"}),
     ("overflow_fallback", {"default": "error", "enum": ["error", "drop_oldest"], "type": "string"}),
-    ("estimator", {"default": "heuristic", "enum": ["heuristic", "auto"], "type": "string"}),
+    ("estimator", {"default": "heuristic", "enum": ["heuristic", "auto", "router"], "type": "string"}),
     ("user_less_compaction", {"default": True, "type": "boolean"}),
     ("anchor_messages", {"default": 0, "format": "uint", "minimum": 0, "type": "integer"}),
     ("summary_check", {"default": "off", "enum": ["off", "append"], "type": "string"}),

@@ -21,6 +21,7 @@ import anyio
 from context_manager._version import __version__
 from context_manager.adapters.configuration import ConfigurationSource
 from context_manager.adapters.model_cache import CachingModelResolver
+from context_manager.adapters.router_counter import RouterTokenCounter
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
@@ -84,6 +85,7 @@ class Worker:
         self.summarizer = RouterSummarizer(
             invoke, client.url, lambda: self.config.summarizer_timeout_ms
         )
+        self.token_counter = RouterTokenCounter(invoke, logging.getLogger("context_manager"))
         self._reload_lock = anyio.Lock()
 
     # ------------------------------------------------------------------ boot
@@ -159,6 +161,7 @@ class Worker:
             model_cache=self.model_cache,
             on_config_change=self.reload,
             payload_from_json=True,
+            token_counter=self.token_counter,
         )
 
     # ------------------------------------------------------------------ hot reload

@@ -91,7 +91,9 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
     "estimator": (
         {"enum": list(ESTIMATORS), "type": "string"},
         "Token estimator: \"heuristic\" counts every model with the byte heuristic; \"auto\" counts OpenAI "
-        "model families with their tokenizer.",
+        "model families with their tokenizer and prices images at their provider; \"router\" asks "
+        "llm-router's router::count_tokens for the provider's exact count and falls back to the "
+        "\"auto\" count when it cannot answer.",
     ),
     "user_less_compaction": (
         {"type": "boolean"},

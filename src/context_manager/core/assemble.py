@@ -158,6 +158,13 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     )
     state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested)
     calibration, digests = _calibration(state, request, estimator, deps, reuse)
+    counter = getattr(deps, "token_counter", None) if config.estimator == "router" else None
+    routed = None
+    if counter is not None:
+        # The router's exact count of the request as given anchors the whole request.
+        routed = await _router_calibration(state, request, counter)
+        if routed is not None:
+            calibration, digests = routed, None
     # Every pass compares estimates with the budget in estimator units: with a calibration, the
     # largest estimate whose calibrated count fits (``Calibration.unscale``).
     budget = usable if calibration is None else (
@@ -190,13 +197,24 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     if state.total() > budget and config.overflow_fallback == "drop_oldest":
         _drop_oldest_pass(state, state.total() - budget, applied, deps.log)
 
+    initial_calibration = calibration
+    if routed is not None and not _unchanged(state, request):
+        # What is returned differs from what was counted: the second (and last) router call.
+        recount = await _router_calibration(state, request, counter)
+        if recount is not None:
+            calibration = recount
+            budget = calibration.unscale(usable - state.overhead_tokens) + state.overhead_tokens
+            if state.total() > budget:
+                _emergency_pass(state, state.total() - budget, estimator, applied)
+            if state.total() > budget and config.overflow_fallback == "drop_oldest":
+                _drop_oldest_pass(state, state.total() - budget, applied, deps.log)
     if state.total() > budget:
         raise errors.overflow(_reported(state, state.total(), calibration), usable)
     if digests is not None:
         _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens)
     if calibration is not None:
         _calibrate_applied(applied, calibration)
-        applied["initial_token_count"] = _reported(state, initial_total, calibration)
+        applied["initial_token_count"] = _reported(state, initial_total, initial_calibration)
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
@@ -205,8 +223,28 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
         "effective_max_output_tokens": resolved.max_output_tokens,
         "model_resolved": resolved.provenance,
         "applied": applied,
-        "breakdown": _breakdown(state, request.parts, estimator, calibration),
+        "breakdown": _breakdown(state, request.parts, estimator, calibration, routed is not None),
     }
+
+
+async def _router_calibration(state: _Context, request: AssembleRequest, counter: Any) -> Calibration | None:
+    """The router's count of the context as it stands, as a calibration of the whole of it."""
+    counted = await counter.count(request.model.id, state.system_prompt, request.tools, state.messages())
+    estimate = state.total() - state.overhead_tokens
+    if counted is None or counted <= 0 or estimate <= 0:
+        return None
+    return Calibration(-1, counted, estimate)
+
+
+def _unchanged(state: _Context, request: AssembleRequest) -> bool:
+    """Whether the context returned is the model-facing request as given."""
+    returned = state.messages()
+    return (
+        len(returned) == len(state.original)
+        and all(a is b for a, b in zip(returned, state.original))
+        and state.system_prompt == render_system_prompt(request.system_prompt,
+                                                        request.options.previous_summary)
+    )
 
 
 def _calibration(
@@ -255,14 +293,7 @@ def _remember_sent(state: _Context, request: AssembleRequest, digests: InputDige
     ledger = getattr(deps, "sent_ledger", None)
     if ledger is None:
         return
-    returned = state.messages()
-    unchanged = (
-        len(returned) == len(state.original)
-        and all(a is b for a, b in zip(returned, state.original))
-        and state.system_prompt == render_system_prompt(request.system_prompt,
-                                                        request.options.previous_summary)
-    )
-    if not unchanged:
+    if not _unchanged(state, request):
         ledger.remember(digests.whole(input_estimate), state.total() - state.overhead_tokens)
 
 
@@ -414,7 +445,7 @@ def _drop_oldest_pass(
 
 def _breakdown(
     state: _Context, parts: dict[str, str] | None, estimator: Estimator,
-    calibration: Calibration | None = None,
+    calibration: Calibration | None = None, routed: bool = False,
 ) -> dict[str, Any]:
     roles = by_role(state.messages(), state.anchor_sizes + state.sizes)
     prompt_tokens, tools_count = state.prompt_tokens, state.tools_tokens
@@ -434,8 +465,8 @@ def _breakdown(
             name: estimator.text(text) if calibration is None else calibration.amount(estimator.text(text))
             for name, text in sorted(parts.items())
         }
-    breakdown["estimator"] = estimator.kind
-    if calibration is not None:
+    breakdown["estimator"] = "router" if routed else estimator.kind
+    if calibration is not None and not routed:
         breakdown["calibration"] = calibration.report()
     return breakdown
 

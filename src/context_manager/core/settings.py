@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 # The accepted values of the enumerated keys; config parsing and the schema list them from here.
 OverflowFallback = Literal["error", "drop_oldest"]
-EstimatorName = Literal["heuristic", "auto"]
+EstimatorName = Literal["heuristic", "auto", "router"]
 SummaryCheck = Literal["off", "append"]
 SummarizerFallback = Literal["none", "extractive"]
 CountCalibration = Literal["off", "usage"]

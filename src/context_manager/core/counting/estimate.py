@@ -83,11 +83,12 @@ def estimator_for_model(
 ) -> Estimator:
     """The token estimator of a call on ``model_id``, images at the flat budget.
 
-    The heuristic unless the configuration opts in (``estimator: auto``) and ``tokenizers`` has an
+    The heuristic unless the configuration opts in (``estimator: auto``, or ``router``, whose
+    local estimator this is) and ``tokenizers`` has an
     exact tokenizer for the model (the packaged source: OpenAI families whose encoding ships with
     the package). The source is asked only under ``auto``, so it may load its tokenizers lazily.
     """
-    if config is None or config.estimator != "auto" or tokenizers is None:
+    if config is None or config.estimator == "heuristic" or tokenizers is None:
         return HEURISTIC
     tokenizer = tokenizers.estimator_for(model_id)
     return HEURISTIC if tokenizer is None else tokenizer
@@ -101,7 +102,7 @@ def estimator_for_call(
     ``estimator: auto`` images cost what the model's provider charges (``image_cost``) when the
     provider (declared, else read from the model id) is one that prices them."""
     chosen = estimator_for_model(model_id, config, tokenizers)
-    if config is None or config.estimator != "auto":
+    if config is None or config.estimator == "heuristic":
         return chosen
     family = image_provider(model_id, provider)
     return chosen if family is None else priced(chosen, family)
