@@ -86,8 +86,10 @@ def test_apportion_sums_to_the_scaled_total():
     scaled = c.apportion(parts)
     assert sum(scaled) == c.scale(1000) == 800
     assert scaled == [267, 266, 267, 0]  # ties of the remainder go to the first part
-    g = Calibration(0, 1500, 1000, 1000, 1000)  # a fixed 500 the provider adds lands on part 0
-    assert g.apportion([100, 900]) == [600, 900]
+    g = Calibration(0, 1500, 1000, 1000, 1000)  # 1,500 shared 1:9
+    assert g.apportion([100, 900]) == [150, 1350]
+    low = Calibration(0, 800, 1000, 1000, 1000)  # a negative fixed part never makes a part negative
+    assert low.apportion([10, 990]) == [8, 792] and sum(low.apportion([0, 0, 1000])) == 800
 
 
 # --- the anchor -----------------------------------------------------------------------------

@@ -119,16 +119,15 @@ class Calibration:
         return max(0, self.estimated_tokens + (tokens - self.provider_tokens) * den // num)
 
     def apportion(self, parts: Sequence[int]) -> list[int]:
-        """Calibrated parts that sum exactly to ``scale(sum(parts))``: each part at the growth
-        ratio, the remainder (what the provider adds per request) on the first part, the system
-        prompt, and rounding by largest remainders."""
-        num, den = self._growth()
-        floors = [part * num // den for part in parts]
-        missing = self.scale(sum(parts)) - sum(floors)
-        if missing < 0 or missing > len(parts):
-            floors[0] += missing
-            missing = 0
-        order = sorted(range(len(parts)), key=lambda i: (-(parts[i] * num % den), i))
+        """Calibrated parts that sum exactly to ``scale(sum(parts))``: each part's share of the
+        total, rounded by largest remainders (never negative)."""
+        whole = sum(parts)
+        target = self.scale(whole)
+        if whole <= 0:
+            return [target] + [0] * (len(parts) - 1) if parts else []
+        floors = [part * target // whole for part in parts]
+        missing = target - sum(floors)
+        order = sorted(range(len(parts)), key=lambda i: (-(parts[i] * target % whole), i))
         for i in order[:missing]:
             floors[i] += 1
         return floors
