@@ -17,6 +17,16 @@ a from-scratch count of what would be returned):
 9. with ``overflow_fallback: drop_oldest`` only, dropping the oldest turns/rounds (``core.drop_oldest``);
 10. ``context/overflow`` when still over budget, else the response.
 
+Calibrated counts
+-----------------
+With ``count_calibration: usage`` (an anchor in the request's ``usage``) or ``estimator: router``
+(the router's count of the request), a ``core.counting.calibration.Calibration`` converts
+estimates into provider units. The passes keep working on estimates: the budget they compare
+with is the largest estimate whose calibrated count fits ``usable`` (and prune's thresholds are
+converted likewise); the response reports calibrated numbers, apportioned so that they add up to
+``token_count``. Under ``router``, a context that changed is counted once more (two router calls
+at most) and, if that count no longer fits, reduced again by emergency and ``drop_oldest``.
+
 Compaction hand-over
 --------------------
 ``compaction_step`` hands a ``core.compaction.inline.CompactionRequest`` to ``try_compact``,
