@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 

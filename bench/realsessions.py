@@ -14,13 +14,17 @@ assemble called fitting whose provider count exceeds the budget is an over-windo
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
-from context_manager import call
-from context_manager.core.counting.calibration import SHARED_LEDGER, provider_prompt_tokens
+from context_manager import CallError, call
+from context_manager.core.counting.calibration import (
+    SHARED_LEDGER,
+    provider_prompt_tokens,
+)
 
 MODES = {
     "heuristic": ("deepseek-chat", {}),
@@ -131,7 +135,9 @@ def replay_row(path: Path, provider: SimulatedProvider, window: int, calibration
             calls += 1
             try:
                 answer = call("context::assemble", _request(session, "deepseek-chat", history, limits), config=config)
-            except Exception:  # context/overflow: the call is not sent
+            except CallError as exc:  # context/overflow: the call is not sent
+                if "context/overflow" not in exc.message:
+                    raise
                 overflows += 1
                 history.append({k: v for k, v in message.items() if k != "usage"})
                 continue
@@ -156,9 +162,9 @@ def replay_table(folder: Path, window: int) -> list[dict[str, Any]]:
 
 
 def render(sessions: list[dict[str, Any]], replay: list[dict[str, Any]]) -> str:
-    lines = ["estimate / provider count per call (recorded usage)",
-             f"{'session':<32} {'mode':<18} {'calls':>5} {'median':>7} {'p5':>7} {'p95':>7} {'worst':>7} "
-             f"{'p95|e|':>7} {'>=8k':>5} {'worst|e|>=8k':>12}"]
+    header = (f"{'session':<32} {'mode':<18} {'calls':>5} {'median':>7} {'p5':>7} {'p95':>7} {'worst':>7} "
+              f"{'p95|e|':>7} {'>=8k':>5} {'worst|e|>=8k':>12}")
+    lines = ["estimate / provider count per call (recorded usage)", header]
     for row in sessions:
         for mode, s in row["modes"].items():
             lines.append(f"{row['session']:<32} {mode:<18} {s['calls']:>5} {s['median']:>7.3f} {s['p5']:>7.3f} "

@@ -59,8 +59,8 @@ class RouterTokenCounter:
             reply = await asyncio.wait_for(self._invoke(FUNCTION, payload, self._timeout_ms),
                                            self._timeout_ms / 1000)
             tokens = decode_struct(reply, "CountTokensReply", _REPLY)["tokens"]
-        except (InvokeError, DecodeError, asyncio.TimeoutError, OSError) as exc:
-            reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else str(exc)
+        except (TimeoutError, InvokeError, DecodeError, OSError) as exc:
+            reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)
             self._log.warning("%s unavailable for %s, counting locally: %s", FUNCTION, model_id, reason)
             return None
         self._cache[key] = tokens

@@ -29,12 +29,13 @@ own allowance and is never scaled.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
-from dataclasses import dataclass
-from threading import Lock
 from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Iterable, Iterator, Sequence
+from threading import Lock
+from typing import Any
 
 import orjson
 
@@ -146,7 +147,7 @@ def choose_calibration(
     view_to_orig: Sequence[int],
     sizes: Sequence[int],
     fixed_tokens: int,
-    recalled: "Recall | None" = None,
+    recalled: Recall | None = None,
 ) -> Calibration | None:
     """The anchor for a request, or None.
 
@@ -212,9 +213,9 @@ def _not_below_added(calibration: Calibration, total: int, prefix: int) -> bool:
 class Recall:
     """``recalled(index, estimate)`` of ``choose_calibration`` over one request and a ledger."""
 
-    __slots__ = ("_ledger", "_digests")
+    __slots__ = ("_digests", "_ledger")
 
-    def __init__(self, ledger: "SentLedger", digests: "InputDigests") -> None:
+    def __init__(self, ledger: SentLedger, digests: InputDigests) -> None:
         self._ledger = ledger
         self._digests = digests
 
@@ -239,7 +240,7 @@ class InputDigests:
     on the call's memo entry, so a warm agent loop hashes only new messages).
     """
 
-    __slots__ = ("_header", "_head", "_messages", "_memo")
+    __slots__ = ("_head", "_header", "_memo", "_messages")
 
     TAIL_MESSAGES = 8
 

@@ -114,7 +114,7 @@ class PricedImages:
     """An estimator whose images cost what ``provider`` charges instead of the flat budget;
     everything else is ``inner``'s count."""
 
-    __slots__ = ("inner", "provider", "kind")
+    __slots__ = ("inner", "kind", "provider")
 
     def __init__(self, inner: Any, provider: ImageProvider) -> None:
         self.inner = inner
