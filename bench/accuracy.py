@@ -1,12 +1,17 @@
 """How far the byte heuristic is from exact token counts, and what exact counts cost.
 
     python -m bench.accuracy [--sessions 40] [--seed 7] [--timing-mb 1.5] [--repeat 3] [--json]
+                             [--realdata ../shared/realdata] [--replay-windows 8000,16000,32000]
 
 For seeded synthetic sessions (prose, code, JSON results, CJK, emoji, tool calls) it reports the
 ratio heuristic / tokenizer per message and per session (min, median, max) for each shipped
 encoding, broken down by the kind of content too. A ratio below 1 means the heuristic
 under-counts. The timing part counts ~1.5 MB of mixed messages cold (empty cache), compares with
 tiktoken's own ``encode_ordinary_batch`` of the same texts, and recounts them warm (cached).
+
+With ``--realdata`` (a folder of recorded sessions), it adds the real-session tables of
+``bench.realsessions``: estimate / provider count per call for each estimator with and without
+``count_calibration: usage``, and the simulated-provider replay at each of ``--replay-windows``.
 """
 
 from __future__ import annotations
@@ -252,7 +257,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--replay-budget", default="32k",
                         help="replay the recorded sessions at this budget with each estimator ('' to skip)")
+    parser.add_argument("--realdata", default="",
+                        help="folder of recorded sessions with usage (e.g. ../shared/realdata)")
+    parser.add_argument("--replay-windows", default="8000,16000,32000",
+                        help="context windows of the simulated-provider replay of --realdata")
+    parser.add_argument("--realdata-only", action="store_true", help="only the --realdata tables")
     args = parser.parse_args(argv)
+    if args.realdata:
+        from pathlib import Path
+
+        from bench import realsessions
+
+        folder = Path(args.realdata)
+        real = {"sessions": realsessions.session_table(folder),
+                "replay": [row for w in args.replay_windows.split(",") if w
+                           for row in realsessions.replay_table(folder, int(w))]}
+        text = realsessions.render(real["sessions"], real["replay"])
+        if args.realdata_only:
+            print(orjson.dumps(real, option=orjson.OPT_INDENT_2).decode() if args.json else text)
+            return 0
 
     rng = random.Random(args.seed)
     sessions = [session(rng, args.turns) for _ in range(args.sessions)]
@@ -268,7 +291,12 @@ def main(argv: list[str] | None = None) -> int:
             report["timing"].append(timing(int(args.timing_mb * 1e6), args.seed, name, args.repeat))
     if args.replay_budget:
         report["replay"] = replay_compactions(args.replay_budget)
+    if args.realdata:
+        report["realdata"] = real
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() if args.json else render(report))
+    if args.realdata and not args.json:
+        print()
+        print(text)
     return 0
 
 

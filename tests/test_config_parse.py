@@ -38,7 +38,8 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none",
                       "report_prefix": False, "reduce_to": 1.0, "summary_reuse": False,
                       "summary_placement": "system_prompt", "eager_compaction_at": None,
-                      "retention": None}
+                      "retention": None,
+                      "count_calibration": "off"}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
@@ -162,26 +163,27 @@ def test_fetched_values_are_not_env_expanded(monkeypatch):
 
 @pytest.mark.parametrize("key,allowed", [
     ("overflow_fallback", ("error", "drop_oldest")),
-    ("estimator", ("heuristic", "auto")),
+    ("estimator", ("heuristic", "auto", "router")),
     ("summary_check", ("off", "append")),
     ("summarizer_fallback", ("none", "extractive")),
     ("summary_placement", ("system_prompt", "message")),
+    ("count_calibration", ("off", "usage")),
 ])
 def test_extension_enum_keys(key, allowed):
     for value in allowed:
         assert getattr(parse_config_value({key: value}), key) == value
-    assert rejection({key: "other"}) == (
-        f"json parse: unknown variant `other`, expected `{allowed[0]}` or `{allowed[1]}`"
-    )
+    expected = (f"`{allowed[0]}` or `{allowed[1]}`" if len(allowed) == 2
+                else "one of " + ", ".join(f"`{v}`" for v in allowed))
+    assert rejection({key: "other"}) == f"json parse: unknown variant `other`, expected {expected}"
     for bad in (None, 1, True, ["error"]):
         rejection({key: bad})
 
 
 def test_the_enumerations_are_the_record_literals_in_order():
     assert OVERFLOW_FALLBACKS == ("error", "drop_oldest")
-    assert ESTIMATORS == ("heuristic", "auto")
+    assert ESTIMATORS == ("heuristic", "auto", "router")
     assert config_schema()["properties"]["overflow_fallback"]["enum"] == ["error", "drop_oldest"]
-    assert config_schema()["properties"]["estimator"]["enum"] == ["heuristic", "auto"]
+    assert config_schema()["properties"]["estimator"]["enum"] == ["heuristic", "auto", "router"]
 
 
 def test_first_fault_in_key_order_is_reported():
@@ -230,7 +232,7 @@ def _without_description(prop: dict) -> dict:
     ("summarizer_timeout_ms", {"default": 320000, "format": "uint64", "minimum": 0, "type": "integer"}),
     ("tail_turns", {"default": 2, "format": "uint", "minimum": 0, "type": "integer"}),
     ("overflow_fallback", {"default": "error", "enum": ["error", "drop_oldest"], "type": "string"}),
-    ("estimator", {"default": "heuristic", "enum": ["heuristic", "auto"], "type": "string"}),
+    ("estimator", {"default": "heuristic", "enum": ["heuristic", "auto", "router"], "type": "string"}),
     ("user_less_compaction", {"default": True, "type": "boolean"}),
     ("anchor_messages", {"default": 0, "format": "uint", "minimum": 0, "type": "integer"}),
     ("summary_check", {"default": "off", "enum": ["off", "append"], "type": "string"}),
@@ -240,6 +242,7 @@ def _without_description(prop: dict) -> dict:
     ("summary_reuse", {"default": False, "type": "boolean"}),
     ("summary_placement", {"default": "system_prompt", "enum": ["system_prompt", "message"], "type": "string"}),
     ("eager_compaction_at", {"default": None, "exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]}),
+    ("count_calibration", {"default": "off", "enum": ["off", "usage"], "type": "string"}),
 ])
 def test_schema_properties(key, expected):
     assert _without_description(dict(config_schema()["properties"][key])) == expected
@@ -255,7 +258,8 @@ def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
                 {"summarizer_fallback": "llm"}, {"reduce_to": 0}, {"reduce_to": 0.0},
                 {"reduce_to": 1.5}, {"reduce_to": -0.5}, {"reduce_to": True}, {"reduce_to": "0.5"},
                 {"report_prefix": 1}, {"summary_reuse": "yes"}, {"summary_placement": "user"},
-                {"eager_compaction_at": 0.0}, {"eager_compaction_at": 2}, {"eager_compaction_at": "0.8"}):
+                {"eager_compaction_at": 0.0}, {"eager_compaction_at": 2}, {"eager_compaction_at": "0.8"},
+                {"count_calibration": "on"}):
         assert not validator.is_valid(bad)
         rejection(bad)
 

@@ -112,6 +112,8 @@ def test_yaml_1_1_forms_are_strings_and_fail_typed_keys(text):
     ("summary_check: append", "summary_check", "append"),
     ("summarizer_fallback: extractive", "summarizer_fallback", "extractive"),
     ("anchor_messages: 1", "anchor_messages", 1),
+    ("count_calibration: usage", "count_calibration", "usage"),
+    ("count_calibration: off", "count_calibration", "off"),
 ])
 def test_yaml_1_2_scalars(text, key, expected):
     assert getattr(parse_seed_text(text, ENV), key) == expected

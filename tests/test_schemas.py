@@ -43,11 +43,15 @@ ADDED_ACTION = "/response_schema/definitions/Action"
 ADDED_EXPLAIN_OPTION = "/request_schema/definitions/AssembleOptions/properties/explain"
 ADDED_PRUNE_EXPLAIN = "/request_schema/definitions/PruneOptions/properties/explain"
 ADDED_PRUNE_ACTIONS = "/response_schema/properties/actions"
+ADDED_CALIBRATION = "/response_schema/definitions/AssembleBreakdown/properties/calibration"
+ADDED_COUNT_CALIBRATION = "/response_schema/properties/calibration"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
                       ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_WARNING_DEFINITION,
-                      *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION]
+                      *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION,
+                      ADDED_CALIBRATION]
 COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
 PRUNE_ADDITIONS = [ADDED_PRUNE_EXPLAIN, ADDED_PRUNE_ACTIONS, ADDED_ACTION]
+COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 
 
@@ -138,6 +142,7 @@ def test_documented_additions_are_exactly_these():
         *(("context::assemble", pointer) for pointer in ASSEMBLE_ADDITIONS),
         *(("context::compact", pointer) for pointer in COMPACT_ADDITIONS),
         *(("context::prune", pointer) for pointer in PRUNE_ADDITIONS),
+        *(("context::count-tokens", pointer) for pointer in COUNT_TOKENS_ADDITIONS),
     )
 
 
@@ -271,6 +276,8 @@ def test_golden_records_the_additions():
     assert compact["documented_additions"] == COMPACT_ADDITIONS
     prune = json.loads((GOLDEN_DIR / "context.prune.json").read_text(encoding="utf-8"))
     assert prune["documented_additions"] == PRUNE_ADDITIONS
+    count = json.loads((GOLDEN_DIR / "context.count-tokens.json").read_text(encoding="utf-8"))
+    assert count["documented_additions"] == COUNT_TOKENS_ADDITIONS
 
 
 def test_regeneration_needs_the_explicit_flag(tmp_path, capsys):

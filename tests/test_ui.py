@@ -38,7 +38,7 @@ KEYS_1_1_6 = [
 EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "anchor_messages", "summary_check", "summarizer_fallback",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
-                  "eager_compaction_at", "retention"]
+                  "eager_compaction_at", "retention", "count_calibration"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -193,7 +193,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Pruning and compaction", ["protect_recent_tokens", "decay_user_turns", "protected_user_turns",
                                     "min_free_tokens", "max_output_chars", "max_result_tokens", "tail_turns"]),
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir"]),
-        ("Overflow and counting", ["overflow_fallback", "estimator", "user_less_compaction"]),
+        ("Overflow and counting", ["overflow_fallback", "estimator", "count_calibration", "user_less_compaction"]),
         ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback"]),
         ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "summary_reuse",
                                    "summary_placement"]),
@@ -225,7 +225,8 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     switches = {k: c["checked"] for k, c in controls.items() if c["type"] == "Switch"}
     assert switches == {"allow_fallback_limits": True, "overflow_fallback": False, "estimator": False,
                         "user_less_compaction": True, "summary_check": False, "summarizer_fallback": False,
-                        "report_prefix": False, "summary_reuse": False, "summary_placement": False}
+                        "report_prefix": False, "summary_reuse": False, "summary_placement": False,
+                        "count_calibration": False}
     assert result["alert"] is None
     assert result["proposals"] == []
 
@@ -251,6 +252,8 @@ def test_form_editing_rules(tmp_path, node_available):
         {"value": {"overflow_fallback": "drop_oldest"}, "edit": {"key": "overflow_fallback", "checked": False}},
         {"value": {}, "edit": {"key": "estimator", "checked": True}},
         {"value": {}, "edit": {"key": "user_less_compaction", "checked": False}},
+        {"value": {}, "edit": {"key": "count_calibration", "checked": True}},
+        {"value": {"count_calibration": "usage"}, "edit": {"key": "count_calibration", "checked": False}},
         {"value": {}, "edit": {"key": "anchor_messages", "raw": "1"}},
         {"value": {}, "edit": {"key": "summary_check", "checked": True}},
         {"value": {"summary_check": "append"}, "edit": {"key": "summary_check", "checked": False}},
@@ -284,6 +287,8 @@ def test_form_editing_rules(tmp_path, node_available):
         [{"overflow_fallback": "error"}],
         [{"estimator": "auto"}],
         [{"user_less_compaction": False}],
+        [{"count_calibration": "usage"}],
+        [{"count_calibration": "off"}],
         [{"anchor_messages": 1}],
         [{"summary_check": "append"}],
         [{"summary_check": "off"}],

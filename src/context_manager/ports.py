@@ -71,6 +71,14 @@ class TokenizerSource(Protocol):
         ...
 
 
+class TokenCounter(Protocol):
+    """The provider's own count of a request (``estimator: router``): ``None`` when it cannot
+    be had (no counter, a timeout, an error); the implementation reports why."""
+
+    async def count(self, model_id: str, system_prompt: str | None, tools: list[dict[str, Any]] | None,
+                    messages: list[dict[str, Any]]) -> int | None: ...
+
+
 class Clock(Protocol):
     def now_ms(self) -> int: ...
 

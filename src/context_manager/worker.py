@@ -22,6 +22,7 @@ from context_manager._version import __version__
 from context_manager.adapters.configuration import ConfigurationSource
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.otel_telemetry import telemetry_from_environment
+from context_manager.adapters.router_counter import RouterTokenCounter
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
@@ -96,6 +97,7 @@ class Worker:
         # Remembered compactions (`summary_reuse`): one bounded store for the process, kept
         # across reloads.
         self.session_store = MemorySessionStore()
+        self.token_counter = RouterTokenCounter(invoke, logging.getLogger("context_manager"))
         self._reload_lock = anyio.Lock()
 
     # ------------------------------------------------------------------ boot
@@ -179,6 +181,7 @@ class Worker:
             on_config_change=self.reload,
             payload_from_json=True,
             session_store=self.session_store,
+            token_counter=self.token_counter,
         )
 
     # ------------------------------------------------------------------ hot reload

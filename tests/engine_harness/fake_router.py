@@ -51,6 +51,18 @@ def stream_for(text: str, model: str = "test-model") -> list[str]:
     return frames
 
 
+def oracle_count(request: dict[str, Any]) -> int:
+    """What the fake provider counts for ``{model, system_prompt?, tools?, messages}``: o200k_base
+    tokens of the system prompt, each tool and each message (4 framing tokens per message)."""
+    from context_manager.adapters.tokenizers import tokenizer_for_encoding
+
+    tokenizer = tokenizer_for_encoding("o200k_base")
+    assert tokenizer is not None
+    total = tokenizer.text(request.get("system_prompt") or "")
+    total += sum(tokenizer.function(tool) for tool in request.get("tools") or [])
+    return total + sum(tokenizer.message(m) for m in request["messages"])
+
+
 ChatScript = Callable[[dict[str, Any]], Awaitable[tuple[list[str | bytes], Any]]]
 
 
@@ -68,13 +80,31 @@ class FakeRouter:
     hold_open_s: float = 0.0
     chat_calls: list[dict[str, Any]] = field(default_factory=list)
     budget_calls: list[dict[str, Any]] = field(default_factory=list)
+    # `router::count_tokens`, backed by the o200k_base tokenizer: an exact oracle for tests.
+    count_tokens: bool = True
+    count_delay_s: float = 0.0
+    count_error: tuple[str, str] | None = None
+    count_calls: list[dict[str, Any]] = field(default_factory=list)
 
-    functions = ("router::models::budget", "router::chat")
+    @property
+    def functions(self) -> tuple[str, ...]:
+        base = ("router::models::budget", "router::chat")
+        return (*base, "router::count_tokens") if self.count_tokens else base
 
     async def call(self, function_id: str, data: Any) -> Any:
         if function_id == "router::models::budget":
             return self._budget(data)
+        if function_id == "router::count_tokens":
+            return await self._count_tokens(data)
         return await self._chat(data)
+
+    async def _count_tokens(self, data: Any) -> Any:
+        self.count_calls.append(data)
+        if self.count_delay_s:
+            await anyio.sleep(self.count_delay_s)
+        if self.count_error is not None:
+            raise RouterCallError(*self.count_error)
+        return {"tokens": oracle_count(data), "estimator": "tokenizer", "model": data.get("model")}
 
     def _budget(self, data: Any) -> Any:
         self.budget_calls.append(data)

@@ -16,6 +16,7 @@ from context_manager.wire.errors import DecodeError
 from context_manager.config.retention import parse_retention
 from context_manager.core.settings import (
     DEFAULT_CONFIG,
+    CountCalibration,
     EstimatorName,
     OverflowFallback,
     SummarizerFallback,
@@ -30,6 +31,7 @@ ESTIMATORS: tuple[str, ...] = get_args(EstimatorName)
 SUMMARY_CHECKS: tuple[str, ...] = get_args(SummaryCheck)
 SUMMARIZER_FALLBACKS: tuple[str, ...] = get_args(SummarizerFallback)
 SUMMARY_PLACEMENTS: tuple[str, ...] = get_args(SummaryPlacement)
+COUNT_CALIBRATIONS: tuple[str, ...] = get_args(CountCalibration)
 
 
 class ConfigError(ValueError):
@@ -94,10 +96,11 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "summary_placement": t.enum_of(SUMMARY_PLACEMENTS),
     "eager_compaction_at": _fraction_or_null,
     "retention": parse_retention,
+    "count_calibration": t.enum_of(COUNT_CALIBRATIONS),
 }
 
 STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
-                         "summarizer_fallback", "summary_placement"))
+                         "summarizer_fallback", "summary_placement", "count_calibration"))
 
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.config.parse import (
+    COUNT_CALIBRATIONS,
     ESTIMATORS,
     OVERFLOW_FALLBACKS,
     SUMMARIZER_FALLBACKS,
@@ -91,7 +92,9 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
     "estimator": (
         {"enum": list(ESTIMATORS), "type": "string"},
         "Token estimator: \"heuristic\" counts every model with the byte heuristic; \"auto\" counts OpenAI "
-        "model families with their tokenizer.",
+        "model families with their tokenizer and prices images at their provider; \"router\" asks "
+        "llm-router's router::count_tokens for the provider's exact count and falls back to the "
+        "\"auto\" count when it cannot answer.",
     ),
     "user_less_compaction": (
         {"type": "boolean"},
@@ -147,6 +150,12 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
         "The retention policy of context::assemble: per-function truncation of arguments and "
         "results, error results, older prompts and assistant prose, reasoning and media by age. "
         "null (the default) applies none.",
+    ),
+    "count_calibration": (
+        {"enum": list(COUNT_CALIBRATIONS), "type": "string"},
+        "\"usage\": counts are anchored on the provider's own prompt count, read from the latest "
+        "assistant message's usage, and what was added since is scaled by the observed ratio; "
+        "\"off\" keeps the estimator's counts.",
     ),
 }
 

@@ -26,6 +26,16 @@ Below ``reduce_to`` 1, steps 7–9 cut on the content-defined grid of ``core.pas
 ``summary_reuse``, :func:`assemble` first rewrites a request that extends its history's
 remembered compaction into that round trip (``core.compaction.recall``).
 
+Calibrated counts
+-----------------
+With ``count_calibration: usage`` (an anchor in the request's ``usage``) or ``estimator: router``
+(the router's count of the request), a ``core.counting.calibration.Calibration`` converts
+estimates into provider units. The passes keep working on estimates: the budget they compare
+with is the largest estimate whose calibrated count fits ``usable`` (and prune's thresholds are
+converted likewise); the response reports calibrated numbers, apportioned so that they add up to
+``token_count``. Under ``router``, a context that changed is counted once more (two router calls
+at most) and, if that count no longer fits, reduced again by emergency and ``drop_oldest``.
+
 Compaction hand-over
 --------------------
 ``compaction_step`` hands a ``core.compaction.inline.CompactionRequest`` to ``try_compact``,
@@ -52,7 +62,13 @@ from context_manager.core.passes.cap import cap_results
 from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.emergency import emergency_reduce
 from context_manager.core.passes.steps import step_tokens, stepped_amount
-from context_manager.core.counting.estimate import by_role, estimator_for_model, message_sizes, tools_tokens
+from context_manager.core.counting.calibration import (
+    Calibration,
+    InputDigests,
+    Recall,
+    choose_calibration,
+)
+from context_manager.core.counting.estimate import by_role, estimator_for_call, message_sizes, tools_tokens
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.compaction.prompts import render_system_prompt, summary_message
@@ -124,6 +140,9 @@ class _Context:
     # ``summary_placement: message``: the summary as a message between the anchor and ``view``.
     summary_message: Message | None = None
     summary_size: int = 0
+    anchor_to_orig: list[int] = field(default_factory=list)
+    # The model-facing messages as the request gave them (before any pass), for the ledger.
+    original: list[Message] = field(default_factory=list)
     # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
     # positions of inline results, so one resolution serves both passes.
     _function_ids: dict[tuple[int, int], str] | None = None
@@ -199,7 +218,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         else default_reserved(resolved.context_window, config)
     )
     usable = usable_budget(resolved, reserved, options.thinking_level)
-    estimator = estimator_for_model(request.model.id, config, deps.tokenizers)
+    estimator = estimator_for_call(request.model.id, config, deps.tokenizers, request.model.provider)
 
     anchor_requested = (
         options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
@@ -208,11 +227,24 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
                              config.summary_placement)
     if options.explain:
         state.explanation = Explanation()
-    if state.anchor and state.fixed_tokens() > usable:
+    calibration, digests = _calibration(state, request, estimator, deps, reuse)
+    counter = getattr(deps, "token_counter", None) if config.estimator == "router" else None
+    routed = None
+    if counter is not None:
+        # The router's exact count of the request as given anchors the whole request.
+        routed = await _router_calibration(state, request, counter)
+        if routed is not None:
+            calibration, digests = routed, None
+    # Every pass compares estimates with the budget in estimator units: with a calibration, the
+    # largest estimate whose calibrated count fits (``Calibration.unscale``).
+    budget = usable if calibration is None else (
+        calibration.unscale(usable - state.overhead_tokens) + state.overhead_tokens)
+    if state.anchor and state.fixed_tokens() > budget:
         # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
-        raise errors.overflow(state.fixed_tokens(), usable)
+        raise errors.overflow(_reported(state, state.fixed_tokens(), calibration), usable)
+    initial_total = state.total()
     applied: dict[str, Any] = {
-        "initial_token_count": state.total(),
+        "initial_token_count": initial_total,
         "pruned": False,
         "pruned_tokens": 0,
         "capped_parts": 0,
@@ -228,28 +260,35 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         warnings.extend(retained.warnings)
     _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
-        _prune_pass(state, options, config, estimator, applied, reuse)
-    if _compaction_due(state.total(), usable, config) and options.allow_compaction is not False:
+        _prune_pass(state, options, config, estimator, applied, reuse, calibration)
+    if _compaction_due(state.total(), budget, config) and options.allow_compaction is not False:
         outcome = await compaction_step(
-            _compaction_request(state, request, usable, estimator, config), deps
+            _compaction_request(state, request, budget, estimator, config), deps
         )
         if outcome is not None:
             _apply_compaction(state, outcome, request.system_prompt, estimator, applied,
                               config.summary_placement)
-    step = step_tokens(usable, config.reduce_to)
-    if state.total() > usable:
-        _emergency_pass(state, state.total() - usable, step, estimator, applied)
-    if state.total() > usable and config.overflow_fallback == "drop_oldest":
-        dropped_ranges = _drop_oldest_pass(state, state.total() - usable, step, applied, deps.log)
-        if config.retention is not None:
-            warnings.extend({"code": "history_dropped", "dropped": count, "start": start, "end": end}
-                            for count, start, end in dropped_ranges)
+    _fit(state, budget, step_tokens(budget, config.reduce_to), estimator, applied, config,
+         deps.log, warnings)
+
+    initial_calibration = calibration
+    if routed is not None and not _unchanged(state, request):
+        # What is returned differs from what was counted: the second (and last) router call.
+        recount = await _router_calibration(state, request, counter)
+        if recount is not None:
+            calibration = recount
+            budget = calibration.unscale(usable - state.overhead_tokens) + state.overhead_tokens
+            _fit(state, budget, step_tokens(budget, config.reduce_to), estimator, applied, config,
+                 deps.log, warnings)
     if warnings:
         applied["warnings"] = warnings
-
-    token_count = state.total()
-    if token_count > usable:
-        raise errors.overflow(token_count, usable)
+    if state.total() > budget:
+        raise errors.overflow(_reported(state, state.total(), calibration), usable)
+    if digests is not None:
+        _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens)
+    if calibration is not None:
+        _calibrate_applied(applied, calibration)
+        applied["initial_token_count"] = _reported(state, initial_total, initial_calibration)
     if state.explanation is not None:
         applied["actions"] = state.explanation.actions()
     if config.report_prefix:
@@ -257,12 +296,12 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     return {
         "system_prompt": state.system_prompt,
         "messages": state.messages(),
-        "token_count": token_count,
+        "token_count": _reported(state, state.total(), calibration),
         "usable": usable,
         "effective_max_output_tokens": resolved.max_output_tokens,
         "model_resolved": resolved.provenance,
         "applied": applied,
-        "breakdown": _breakdown(state, request.parts, estimator),
+        "breakdown": _breakdown(state, request.parts, estimator, calibration, routed is not None),
     }
 
 
@@ -289,6 +328,92 @@ def _prefix_report(state: _Context, request: AssembleRequest, config: WorkerConf
     return prefix_report(baseline_prompt, facing, state.system_prompt, state.messages())
 
 
+async def _router_calibration(state: _Context, request: AssembleRequest, counter: Any) -> Calibration | None:
+    """The router's count of the context as it stands, as a calibration of the whole of it."""
+    counted = await counter.count(request.model.id, state.system_prompt, request.tools, state.messages())
+    estimate = state.total() - state.overhead_tokens
+    if counted is None or counted <= 0 or estimate <= 0:
+        return None
+    return Calibration(-1, counted, estimate)
+
+
+def _unchanged(state: _Context, request: AssembleRequest) -> bool:
+    """Whether the context returned is the model-facing request as given."""
+    returned = state.messages()
+    return (
+        len(returned) == len(state.original)
+        and all(a is b for a, b in zip(returned, state.original))
+        and state.system_prompt == render_system_prompt(request.system_prompt,
+                                                        request.options.previous_summary)
+    )
+
+
+def _calibration(
+    state: _Context, request: AssembleRequest, estimator: Estimator, deps: AssembleDeps,
+    reuse: CallReuse,
+) -> tuple[Calibration | None, InputDigests | None]:
+    """The call's anchor (``core.counting.calibration``) and its input digests, under
+    ``count_calibration: usage``; (None, None) otherwise."""
+    if deps.config.count_calibration != "usage":
+        return None, None
+    digests = InputDigests(
+        (estimator.kind, request.model.id, request.system_prompt, request.options.previous_summary,
+         request.tools),
+        request.messages,
+        reuse.memo,
+    )
+    ledger = getattr(deps, "sent_ledger", None)
+    calibration = choose_calibration(
+        request.messages,
+        state.anchor_to_orig + state.view_to_orig,
+        state.anchor_sizes + state.sizes,
+        # A summary placed as a message is counted with the fixed part: no request index holds it.
+        state.prompt_tokens + state.tools_tokens + state.summary_size,
+        Recall(ledger, digests) if ledger is not None else None,
+    )
+    return calibration, digests
+
+
+def _reported(state: _Context, total: int, calibration: Calibration | None) -> int:
+    """A total in estimator units as the response reports it (overhead is never scaled)."""
+    if calibration is None:
+        return total
+    return calibration.scale(total - state.overhead_tokens) + state.overhead_tokens
+
+
+def _calibrate_applied(applied: dict[str, Any], calibration: Calibration) -> None:
+    for key in ("pruned_tokens", "capped_tokens", "anchor_tokens",
+                "tokens_before", "summarized_head_tokens"):
+        if key in applied:
+            applied[key] = calibration.amount(applied[key])
+
+
+def _remember_sent(state: _Context, request: AssembleRequest, digests: InputDigests,
+                   deps: AssembleDeps, input_estimate: int) -> None:
+    """A reduced context is not the request's prefix any more: remember what was sent, so the
+    next call's anchor on this one is measured against it."""
+    ledger = getattr(deps, "sent_ledger", None)
+    if ledger is None:
+        return
+    if not _unchanged(state, request):
+        ledger.remember(digests.whole(input_estimate), state.total() - state.overhead_tokens)
+
+
+def _fit(
+    state: _Context, budget: int, step: int, estimator: Estimator, applied: dict[str, Any],
+    config: WorkerConfig, log: logging.Logger, warnings: list[dict[str, Any]],
+) -> None:
+    """Emergency reduction, then (``overflow_fallback: drop_oldest``) dropping the oldest units,
+    while the context is over ``budget``; with a retention policy every dropped range is a warning."""
+    if state.total() > budget:
+        _emergency_pass(state, state.total() - budget, step, estimator, applied)
+    if state.total() > budget and config.overflow_fallback == "drop_oldest":
+        dropped_ranges = _drop_oldest_pass(state, state.total() - budget, step, applied, log)
+        if config.retention is not None:
+            warnings.extend({"code": "history_dropped", "dropped": count, "start": start, "end": end}
+                            for count, start, end in dropped_ranges)
+
+
 def _initial_context(
     request: AssembleRequest, vision: Capability, estimator: Estimator, reuse: CallReuse,
     anchor_requested: int, placement: str,
@@ -300,8 +425,10 @@ def _initial_context(
         if message["role"] != "custom":
             view.append(message)
             view_to_orig.append(index)
+    original = view
     pinned = anchor_length(view, anchor_requested)
     anchor = view[:pinned]
+    anchor_to_orig = view_to_orig[:pinned]
     if pinned:
         view, view_to_orig = view[pinned:], view_to_orig[pinned:]
     view = normalize_media(view, vision)
@@ -323,6 +450,8 @@ def _initial_context(
         anchor_sizes=message_sizes(anchor, estimator, reuse) if anchor else [],
         summary_message=placed,
         summary_size=estimator.message(placed) if placed is not None else 0,
+        anchor_to_orig=anchor_to_orig,
+        original=original,
     )
 
 
@@ -364,13 +493,18 @@ def _prune_pass(
     estimator: Estimator,
     applied: dict[str, Any],
     reuse: CallReuse,
+    calibration: Calibration | None = None,
 ) -> None:
     # Assemble reads every prune threshold from configuration; only the protected list is per call.
+    # Its token thresholds are in provider units under a calibration, like the budget.
+    protect, min_free = config.protect_recent_tokens, config.min_free_tokens
+    if calibration is not None:
+        protect, min_free = calibration.estimate_of_amount(protect), calibration.estimate_of_amount(min_free)
     params = PruneParams(
-        protect_recent_tokens=config.protect_recent_tokens,
+        protect_recent_tokens=protect,
         decay_user_turns=config.decay_user_turns,
         protected_user_turns=config.protected_user_turns,
-        min_free_tokens=config.min_free_tokens,
+        min_free_tokens=min_free,
         max_output_chars=config.max_output_chars,
         protected_functions=options.protected_functions or (),
     )
@@ -461,16 +595,30 @@ def _drop_oldest_pass(
 
 
 def _breakdown(
-    state: _Context, parts: dict[str, str] | None, estimator: Estimator
+    state: _Context, parts: dict[str, str] | None, estimator: Estimator,
+    calibration: Calibration | None = None, routed: bool = False,
 ) -> dict[str, Any]:
+    roles = by_role(state.messages(), state.lead_sizes() + state.sizes)
+    prompt_tokens, tools_count = state.prompt_tokens, state.tools_tokens
+    if calibration is not None:
+        # Apportioned so that the parts still add up to the calibrated token_count.
+        names = list(roles)
+        scaled = calibration.apportion([prompt_tokens, tools_count, *roles.values()])
+        prompt_tokens, tools_count = scaled[0], scaled[1]
+        roles = dict(zip(names, scaled[2:]))
     breakdown: dict[str, Any] = {
-        "system_prompt_tokens": state.prompt_tokens,
-        "tools_tokens": state.tools_tokens,
-        "by_role": by_role(state.messages(), state.lead_sizes() + state.sizes),
+        "system_prompt_tokens": prompt_tokens,
+        "tools_tokens": tools_count,
+        "by_role": roles,
     }
     if parts is not None:
-        breakdown["by_part"] = {name: estimator.text(text) for name, text in sorted(parts.items())}
-    breakdown["estimator"] = estimator.kind
+        breakdown["by_part"] = {
+            name: estimator.text(text) if calibration is None else calibration.amount(estimator.text(text))
+            for name, text in sorted(parts.items())
+        }
+    breakdown["estimator"] = "router" if routed else estimator.kind
+    if calibration is not None and not routed:
+        breakdown["calibration"] = calibration.report()
     return breakdown
 
 

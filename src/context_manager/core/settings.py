@@ -9,10 +9,11 @@ from context_manager.core.retention_policy import RetentionPolicy
 
 # The accepted values of the enumerated keys; config parsing and the schema list them from here.
 OverflowFallback = Literal["error", "drop_oldest"]
-EstimatorName = Literal["heuristic", "auto"]
+EstimatorName = Literal["heuristic", "auto", "router"]
 SummaryCheck = Literal["off", "append"]
 SummarizerFallback = Literal["none", "extractive"]
 SummaryPlacement = Literal["system_prompt", "message"]
+CountCalibration = Literal["off", "usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,8 @@ class WorkerConfig:
     eager_compaction_at: float | None = None
     # The retention policy (README "Retention policy"); absent (None) runs no retention pass.
     retention: RetentionPolicy | None = None
+    # Counts anchored on the provider's `usage` (README "Count calibration"); "off" keeps 1.1.6 counts.
+    count_calibration: CountCalibration = "off"
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -8,9 +8,17 @@ from typing import Any
 
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.memo import SHARED_MEMO, MessageMemo
+from context_manager.core.counting.calibration import SHARED_LEDGER, SentLedger
 from context_manager.core.reuse import CallReuse, decoding_policy
 from context_manager.ports import (
-    Clock, LeaseStore, ModelResolver, SessionStore, Summarizer, SystemClock, TokenizerSource,
+    Clock,
+    LeaseStore,
+    ModelResolver,
+    SessionStore,
+    Summarizer,
+    SystemClock,
+    TokenCounter,
+    TokenizerSource,
 )
 
 
@@ -34,8 +42,12 @@ class HandlerContext:
     payload_from_json: bool = False
     # Remembered compactions for `summary_reuse`; None remembers nothing.
     session_store: SessionStore | None = None
+    # What this process returned for the inputs it reduced (``count_calibration: usage``).
+    sent_ledger: SentLedger | None = SHARED_LEDGER
+    # The provider's own counter (``estimator: router``); None counts locally.
+    token_counter: TokenCounter | None = None
 
 
 def call_reuse(ctx: HandlerContext) -> CallReuse:
     """The reuse of a call made with ``ctx``, by the decoding policy (``core.reuse``)."""
-    return decoding_policy(ctx.memo, ctx.payload_from_json, heuristic_counts=ctx.config.estimator != "auto")
+    return decoding_policy(ctx.memo, ctx.payload_from_json, heuristic_counts=ctx.config.estimator == "heuristic")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 from context_manager.wire import decode as t
@@ -10,10 +11,11 @@ from context_manager.core.counting.estimate import (
     HEURISTIC,
     by_role,
     empty_by_role,
-    estimator_for_model,
+    estimator_for_call,
     message_sizes,
     tools_tokens,
 )
+from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.raw_estimate import floats_match, heuristic_tokens
 from context_manager.core.intake import Intake
 from context_manager.core.reuse import CallReuse
@@ -72,7 +74,7 @@ def _decode(
         except DecodeError:
             request = None  # the ordinary decoding below raises the exact error
         if request is not None and request["messages"] is not None:
-            est = estimator_for_model(request["model"].id, ctx.config, ctx.tokenizers)
+            est = estimator_for_call(request["model"].id, ctx.config, ctx.tokenizers, request["model"].provider)
             if est is HEURISTIC and floats_match():
                 return (request, est, *_heuristic_count(request["messages"]))
     table = {**_REQUEST, "messages": t.FieldSpec(intake.messages), "tools": tools}
@@ -80,28 +82,93 @@ def _decode(
     messages = request["messages"]
     if messages is None:
         raise invalid_request()
-    est = estimator_for_model(request["model"].id, ctx.config, ctx.tokenizers)
+    est = estimator_for_call(request["model"].id, ctx.config, ctx.tokenizers, request["model"].provider)
     sizes = message_sizes(messages, est, intake.reuse)
     return request, est, sizes, by_role(messages, sizes)
 
 
 def count_tokens(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[str, Any]:
+    measured = _measure(payload, ctx, reuse)
+    return _respond(measured, _calibration(measured, ctx), routed=False)
+
+
+async def count_tokens_routed(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[str, Any]:
+    """``estimator: router``: the router's count of the request, else the local count."""
+    measured = _measure(payload, ctx, reuse)
+    request = measured.request
+    assert ctx.token_counter is not None
+    facing = [m for m in request["messages"] if m["role"] != "custom"]
+    counted = await ctx.token_counter.count(request["model"].id, request["system_prompt"],
+                                            request["tools"], facing)
+    local = measured.total()
+    if counted is not None and counted > 0 and local > 0:
+        return _respond(measured, Calibration(-1, counted, local), routed=True)
+    return _respond(measured, _calibration(measured, ctx), routed=False)
+
+
+@dataclass(slots=True)
+class _Measured:
+    request: dict[str, Any]
+    est: Any
+    sizes: list[int]
+    roles: dict[str, int]
+    prompt_tokens: int
+    tools_count: int
+
+    def total(self) -> int:
+        return sum(self.sizes) + self.prompt_tokens + self.tools_count
+
+
+def _measure(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> _Measured:
     intake = Intake(reuse)
     request, est, sizes, roles = _decode(payload, ctx, intake)
-    tokens = sum(sizes)
-    if request["system_prompt"] is not None:
-        tokens += est.text(request["system_prompt"])
+    prompt_tokens = est.text(request["system_prompt"]) if request["system_prompt"] is not None else 0
+    counted = tools_tokens(request["tools"], est, intake.reuse) if request["tools"] is not None else 0
+    return _Measured(request, est, sizes, roles, prompt_tokens, counted)
+
+
+def _respond(measured: _Measured, calibration: Calibration | None, routed: bool) -> dict[str, Any]:
+    request, est, roles, counted = measured.request, measured.est, measured.roles, measured.tools_count
+    tokens = measured.total()
+    if calibration is not None:
+        # Apportioned so that the parts still add up to the calibrated total.
+        names = list(roles)
+        scaled = calibration.apportion([measured.prompt_tokens, counted, *roles.values()])
+        counted, roles = scaled[1], dict(zip(names, scaled[2:]))
+        tokens = calibration.scale(tokens)
     response: dict[str, Any] = {"tokens": 0, "by_role": roles}
     if request["tools"] is not None:
-        counted = tools_tokens(request["tools"], est, intake.reuse)
-        tokens += counted
         response["tools_tokens"] = counted
     if request["parts"] is not None:
-        response["by_part"] = {name: est.text(text) for name, text in request["parts"].items()}
+        response["by_part"] = {
+            name: est.text(text) if calibration is None else calibration.amount(est.text(text))
+            for name, text in request["parts"].items()
+        }
     response["tokens"] = tokens
-    response["estimator"] = est.kind
+    response["estimator"] = "router" if routed else est.kind
+    if calibration is not None and not routed:
+        response["calibration"] = calibration.report()
     return response
 
 
+def _calibration(measured: _Measured, ctx: HandlerContext) -> Calibration | None:
+    """The anchor of ``count_calibration: usage`` (``core.counting.calibration``): every message
+    counted here is taken as sent, unless this process reduced the anchored call."""
+    if ctx.config.count_calibration != "usage":
+        return None
+    request, est, sizes = measured.request, measured.est, measured.sizes
+    fixed_tokens = measured.prompt_tokens + measured.tools_count
+    messages = request["messages"]
+    ledger = ctx.sent_ledger
+    recall = None
+    if ledger is not None:
+        digests = InputDigests((est.kind, request["model"].id, request["system_prompt"], None,
+                                request["tools"]), messages, ctx.memo)
+        recall = Recall(ledger, digests)
+    return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall)
+
+
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
+    if ctx.config.estimator == "router" and ctx.token_counter is not None:
+        return await count_tokens_routed(payload, ctx, call_reuse(ctx))
     return count_tokens(payload, ctx, call_reuse(ctx))

@@ -11,7 +11,7 @@ from typing import Any
 
 from context_manager.wire import decode as t
 from context_manager.wire.errors import invalid_request
-from context_manager.core.counting.estimate import estimator_for_model
+from context_manager.core.counting.estimate import estimator_for_call
 from context_manager.core.explain import Explanation
 from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.intake import Intake
@@ -72,7 +72,8 @@ def prune_request(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[s
     if messages is None:
         raise invalid_request()
     model = request["model"]
-    estimator = estimator_for_model(model.id if model is not None else "", ctx.config, ctx.tokenizers)
+    estimator = estimator_for_call(model.id if model is not None else "", ctx.config, ctx.tokenizers,
+                                    model.provider if model is not None else None)
     result = prune(messages, prune_params(request["options"], ctx), estimator, reuse=intake.reuse)
     response: dict[str, Any] = {
         "messages": result.messages,

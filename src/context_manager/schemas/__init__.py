@@ -43,11 +43,13 @@ DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Applied/properties/actions"),
     ("context::assemble", "/response_schema/definitions/Action"),
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/explain"),
+    ("context::assemble", "/response_schema/definitions/AssembleBreakdown/properties/calibration"),
     ("context::compact", "/response_schema/oneOf/0/properties/retained_items"),
     ("context::compact", "/response_schema/oneOf/0/properties/summary_kind"),
     ("context::prune", "/request_schema/definitions/PruneOptions/properties/explain"),
     ("context::prune", "/response_schema/properties/actions"),
     ("context::prune", "/response_schema/definitions/Action"),
+    ("context::count-tokens", "/response_schema/properties/calibration"),
 )
 
 _DATA_FILE = "functions.json"

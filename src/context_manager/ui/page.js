@@ -101,6 +101,14 @@ const EXTENSION_SWITCHES = [
     valueFor: (on) => (on ? 'auto' : 'heuristic'),
   },
   {
+    key: 'count_calibration',
+    label: 'Calibrate counts on provider usage',
+    help: "Anchor token counts on the provider's own count of the previous call and scale what was added since.",
+    fallbackText: 'off',
+    isOn: (v) => v === 'usage',
+    valueFor: (on) => (on ? 'usage' : 'off'),
+  },
+  {
     key: 'user_less_compaction',
     label: 'Compact histories without user messages',
     help: 'A history with no user message is compacted by assistant rounds.',

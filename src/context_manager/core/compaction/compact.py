@@ -14,7 +14,7 @@ from typing import Any, Protocol, Sequence
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
 from context_manager.core.budget import default_reserved, preserve_recent, usable_budget
-from context_manager.core.counting.estimate import estimator_for_model
+from context_manager.core.counting.estimate import estimator_for_call
 from context_manager.ports import (
     Estimator,
     LeaseStore,
@@ -97,7 +97,7 @@ async def _summarise(
     budget: int,
     tail_turns: int,
 ) -> dict[str, Any]:
-    estimator: Estimator = estimator_for_model(model.id, deps.config, deps.tokenizers)
+    estimator: Estimator = estimator_for_call(model.id, deps.config, deps.tokenizers, model.provider)
     sizes = [estimator.message(m) for m in messages]
     selection = select(messages, sizes, budget, tail_turns,
                        user_less_compaction=deps.config.user_less_compaction)

@@ -17,8 +17,8 @@ from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import Block, image_count, text_of
 from context_manager.core.memo import remembered
 from context_manager.core.reuse import CallReuse
+from context_manager.core.counting.image_cost import IMAGE_TOKEN_BUDGET, image_provider, priced
 
-IMAGE_TOKEN_BUDGET = 4096
 _NULL_LEN = 4  # len(b"null")
 
 
@@ -81,16 +81,31 @@ HEURISTIC = HeuristicEstimator()
 def estimator_for_model(
     model_id: str, config: WorkerConfig | None, tokenizers: TokenizerSource | None
 ) -> Estimator:
-    """The estimator used for every count of a call on ``model_id``.
+    """The token estimator of a call on ``model_id``, images at the flat budget.
 
-    The heuristic unless the configuration opts in (``estimator: auto``) and ``tokenizers`` has an
+    The heuristic unless the configuration opts in (``estimator: auto``, or ``router``, whose
+    local estimator this is) and ``tokenizers`` has an
     exact tokenizer for the model (the packaged source: OpenAI families whose encoding ships with
     the package). The source is asked only under ``auto``, so it may load its tokenizers lazily.
     """
-    if config is None or config.estimator != "auto" or tokenizers is None:
+    if config is None or config.estimator == "heuristic" or tokenizers is None:
         return HEURISTIC
     tokenizer = tokenizers.estimator_for(model_id)
     return HEURISTIC if tokenizer is None else tokenizer
+
+
+def estimator_for_call(
+    model_id: str, config: WorkerConfig | None, tokenizers: TokenizerSource | None,
+    provider: str | None = None,
+) -> Estimator:
+    """The estimator used for every count of a call: ``estimator_for_model``'s, and under
+    ``estimator: auto`` images cost what the model's provider charges (``image_cost``) when the
+    provider (declared, else read from the model id) is one that prices them."""
+    chosen = estimator_for_model(model_id, config, tokenizers)
+    if config is None or config.estimator == "heuristic":
+        return chosen
+    family = image_provider(model_id, provider)
+    return chosen if family is None else priced(chosen, family)
 
 
 def message_sizes(messages: Iterable[dict[str, Any]], estimator: Estimator, reuse: CallReuse) -> list[int]:
@@ -142,4 +157,17 @@ def by_role(messages: Iterable[dict[str, Any]], sizes: Iterable[int]) -> dict[st
 
 def result_tokens(blocks: list[Block], estimator: Estimator) -> int:
     """Size of a result's content as the passes measure it (text plus image allowances)."""
-    return estimator.text(text_of(blocks)) + IMAGE_TOKEN_BUDGET * image_count(blocks)
+    price = getattr(estimator, "image", None)
+    if price is None:
+        return estimator.text(text_of(blocks)) + IMAGE_TOKEN_BUDGET * image_count(blocks)
+    return estimator.text(text_of(blocks)) + sum(price(b) for b in _images_in(blocks))
+
+
+def _images_in(blocks: list[Block]) -> list[Block]:
+    found: list[Block] = []
+    for block in blocks:
+        if block["type"] == "image":
+            found.append(block)
+        elif block["type"] == "function_result":
+            found.extend(_images_in(block["content"]))
+    return found

@@ -1,0 +1,316 @@
+"""Counts anchored on the provider's own prompt count (``count_calibration: usage``).
+
+Every assistant message a harness appends carries the ``usage`` of the call that produced it:
+``input + cache_read + cache_write`` is the provider's count of that call's prompt. The latest
+such message is the anchor. With ``P`` the provider's count and ``E`` our estimate of the prompt
+that was actually sent for the anchored call, an estimate ``x`` of the current request counts
+``P + (x - E) * g`` (rounded up): the anchor total plus what differs from the anchored prompt at
+the session's growth ratio ``g``. ``g`` is what the provider counted for the growth between the
+anchor and an earlier anchor over our estimate of that growth (so a fixed part the provider adds
+to every request, such as hidden framing or tools sent as text, is not scaled), never below
+``min(P / E, 1)``; with a single anchor it is the observed ratio ``P / E``. When nothing before
+the anchor changed, the count is ``P`` plus the estimate of what was added since, scaled.
+
+What was sent for the anchored call:
+
+* this worker reduced it (pruned, capped, compacted, dropped): the estimate it returned then,
+  remembered per input in a bounded ``SentLedger`` keyed by a digest of that call's input;
+* otherwise (no record): the request's own prefix, i.e. the system prompt, the tools and the
+  model-facing messages before the anchor, as they are now.
+
+Guard rails: an anchor whose ratio ``P / E`` lies outside [0.25, 4] is ignored (the next earlier
+anchor is tried, up to ``MAX_ANCHORS_TRIED``); so is one whose calibrated count would fall below
+the estimate of the content added after it. A growth ratio outside [0.25, 4] is not used (the
+observed ratio is). A ``usage`` with negative or non-integer members never decodes (the usual decoding error); one
+with absurd totals fails the ratio check. Overhead (``request_overhead_tokens``) is the caller's
+own allowance and is never scaled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from threading import Lock
+from typing import Any
+
+import orjson
+
+from context_manager.core.memo import MessageMemo, remembered
+
+MIN_RATIO = 0.25
+MAX_RATIO = 4.0
+# Anchors looked at, newest first, before giving up on a request (each costs one comparison).
+MAX_ANCHORS_TRIED = 8
+# The least growth (estimator units) between two anchors for their slope to be the growth ratio.
+MIN_GROWTH_SPAN = 1024
+
+
+def provider_prompt_tokens(message: dict[str, Any]) -> int:
+    """The provider's prompt count recorded on an assistant message, 0 when it carries none."""
+    if message.get("role") != "assistant":
+        return 0
+    usage = message.get("usage")
+    if type(usage) is not dict:
+        return 0
+    total = 0
+    for name in ("input", "cache_read", "cache_write"):
+        value = usage.get(name)
+        if type(value) is int and value > 0:
+            total += value
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """The anchor in force for one call and the growth ratio of its session.
+
+    An estimate ``x`` (estimator units) counts ``P + (x - E) * growth`` provider tokens, rounded
+    up: exactly ``P`` for the anchored prompt, and what differs from it at the session's growth
+    ratio. ``growth`` is ``growth_tokens / growth_estimate``: the provider's count of what was
+    added between the anchor and the nearest earlier anchor at least ``MIN_GROWTH_SPAN`` smaller,
+    over our estimate of it, which leaves out what the provider adds once per request (hidden
+    framing, tool text); never below ``min(P / E, 1)``; without such a pair it is the observed
+    ratio ``P / E``.
+    """
+
+    anchor_index: int
+    provider_tokens: int
+    estimated_tokens: int
+    growth_tokens: int = 0
+    growth_estimate: int = 0
+
+    @property
+    def ratio(self) -> float:
+        return self.provider_tokens / self.estimated_tokens
+
+    def _growth(self) -> tuple[int, int]:
+        if self.growth_estimate > 0:
+            return self.growth_tokens, self.growth_estimate
+        return self.provider_tokens, self.estimated_tokens
+
+    @property
+    def growth_ratio(self) -> float:
+        num, den = self._growth()
+        return num / den
+
+    def scale(self, tokens: int) -> int:
+        """Estimator units to provider units, rounded up (a count never rounds down)."""
+        num, den = self._growth()
+        return max(0, self.provider_tokens + -(-(tokens - self.estimated_tokens) * num // den))
+
+    def amount(self, tokens: int) -> int:
+        """A part or a difference (freed, capped, one text) at the growth ratio, rounded up."""
+        num, den = self._growth()
+        return -(-tokens * num // den)
+
+    def estimate_of_amount(self, tokens: int) -> int:
+        """The largest estimate whose ``amount`` is at most ``tokens`` (a threshold's estimate)."""
+        num, den = self._growth()
+        return max(0, tokens) * den // num
+
+    def unscale(self, tokens: int) -> int:
+        """The largest estimate whose calibrated count is at most ``tokens``."""
+        num, den = self._growth()
+        if tokens <= 0:
+            return 0
+        return max(0, self.estimated_tokens + (tokens - self.provider_tokens) * den // num)
+
+    def apportion(self, parts: Sequence[int]) -> list[int]:
+        """Calibrated parts that sum exactly to ``scale(sum(parts))``: each part's share of the
+        total, rounded by largest remainders (never negative)."""
+        whole = sum(parts)
+        target = self.scale(whole)
+        if whole <= 0:
+            return [target] + [0] * (len(parts) - 1) if parts else []
+        floors = [part * target // whole for part in parts]
+        missing = target - sum(floors)
+        order = sorted(range(len(parts)), key=lambda i: (-(parts[i] * target % whole), i))
+        for i in order[:missing]:
+            floors[i] += 1
+        return floors
+
+    def report(self) -> dict[str, Any]:
+        return {"anchor_index": self.anchor_index, "provider_tokens": self.provider_tokens,
+                "ratio": round(self.ratio, 4), "growth_ratio": round(self.growth_ratio, 4)}
+
+
+def _plausible(provider: int, estimated: int) -> bool:
+    return estimated > 0 and provider > 0 and MIN_RATIO <= provider / estimated <= MAX_RATIO
+
+
+def choose_calibration(
+    messages: Sequence[dict[str, Any]],
+    view_to_orig: Sequence[int],
+    sizes: Sequence[int],
+    fixed_tokens: int,
+    recalled: Recall | None = None,
+) -> Calibration | None:
+    """The anchor for a request, or None.
+
+    ``messages`` are the request's messages (request indices); ``view_to_orig[i]`` is the request
+    index of model-facing message ``i`` and ``sizes[i]`` its estimate; ``fixed_tokens`` is the
+    estimate of the system prompt and tools. ``recalled(index, estimate)`` gives what this worker
+    returned for the call whose input was ``messages[:index]`` (estimated at ``estimate``) when it
+    reduced that call, else None.
+    """
+    total = fixed_tokens + sum(sizes)
+    latest: Calibration | None = None
+    latest_prefix = 0
+    tried = 0
+    cumulative: list[int] | None = None  # fixed_tokens + sizes[:k], built on first need
+    for index in _usage_indices(messages):
+        provider = provider_prompt_tokens(messages[index])
+        if not provider:
+            continue
+        tried += 1
+        if tried > MAX_ANCHORS_TRIED:
+            break
+        if cumulative is None:
+            cumulative = list(accumulate(sizes, initial=fixed_tokens))
+        prefix = cumulative[bisect_left(view_to_orig, index)]
+        sent = recalled(index, prefix) if recalled is not None else None
+        estimated = sent if sent is not None else prefix
+        if latest is None:
+            candidate = Calibration(index, provider, estimated)
+            if _plausible(provider, estimated) and _not_below_added(candidate, total, prefix):
+                latest, latest_prefix, tried = candidate, prefix, 0
+            continue
+        # An earlier anchor: what the provider counted for the growth between the two.
+        span_estimate = latest.estimated_tokens - estimated
+        if span_estimate < MIN_GROWTH_SPAN:
+            continue
+        span_tokens = latest.provider_tokens - provider
+        # Growth is never counted below the observed ratio or 1, whichever is smaller: a slope
+        # under both is measurement noise from a change of content, and under-counts.
+        floor = min(latest.provider_tokens, latest.estimated_tokens)
+        if span_tokens * latest.estimated_tokens < span_estimate * floor:
+            span_tokens, span_estimate = floor, latest.estimated_tokens
+        if _plausible(span_tokens, span_estimate):
+            calibration = Calibration(latest.anchor_index, latest.provider_tokens,
+                                      latest.estimated_tokens, span_tokens, span_estimate)
+            if _not_below_added(calibration, total, latest_prefix):
+                return calibration
+        break
+    return latest
+
+
+def _usage_indices(messages: Sequence[dict[str, Any]]) -> Iterator[int]:
+    """Indices of the messages that carry a ``usage``, newest first."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("usage") is not None:
+            yield index
+
+
+def _not_below_added(calibration: Calibration, total: int, prefix: int) -> bool:
+    # Never below the estimate of the content added after the anchor.
+    return calibration.scale(total) >= total - prefix
+
+
+class Recall:
+    """``recalled(index, estimate)`` of ``choose_calibration`` over one request and a ledger."""
+
+    __slots__ = ("_digests", "_ledger")
+
+    def __init__(self, ledger: SentLedger, digests: InputDigests) -> None:
+        self._ledger = ledger
+        self._digests = digests
+
+    def __call__(self, index: int, estimate: int) -> int | None:
+        if not self._ledger:
+            return None
+        return self._ledger.recall(self._digests.prefix(index, estimate))
+
+
+def _value_digest(value: Any) -> bytes:
+    # Key order is not content: parsed and decoded copies hash alike.
+    return hashlib.blake2b(orjson.dumps(value, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+
+
+
+class InputDigests:
+    """Keys of a request's input and of its prefixes for the ``SentLedger``.
+
+    A key covers the model, system prompt and tools (the header), the number of messages, their
+    total estimate and the digests of the last ``TAIL_MESSAGES`` of them: what identifies one
+    history in practice at a cost independent of its length (each message digest is remembered
+    on the call's memo entry, so a warm agent loop hashes only new messages).
+    """
+
+    __slots__ = ("_head", "_header", "_memo", "_messages")
+
+    TAIL_MESSAGES = 8
+
+    def __init__(self, header: Sequence[Any], messages: Sequence[dict[str, Any]],
+                 memo: MessageMemo | None = None) -> None:
+        self._header = header
+        self._head: Any = None  # hashed on first use: most calls never need a key
+        self._messages = messages
+        self._memo = memo
+
+    def _header_hash(self) -> Any:
+        if self._head is None:
+            head = hashlib.blake2b(digest_size=16)
+            for value in self._header:
+                # A tools list the memo holds is hashed once.
+                part = remembered(self._memo, value, _DIGEST_KEY, lambda: _value_digest(value)) \
+                    if type(value) is list else _value_digest(value)
+                head.update(part)
+            self._head = head
+        return self._head
+
+    def prefix(self, count: int, estimate: int) -> bytes:
+        """The key of ``messages[:count]`` whose estimate (with the header) is ``estimate``."""
+        memo = self._memo
+        h = self._header_hash().copy()
+        h.update(count.to_bytes(8, "little"))
+        h.update(max(0, estimate).to_bytes(8, "little"))
+        for message in self._messages[max(0, count - self.TAIL_MESSAGES):count]:
+            h.update(remembered(memo, message, _DIGEST_KEY, lambda: _value_digest(message)))
+        return h.digest()
+
+    def whole(self, estimate: int) -> bytes:
+        return self.prefix(len(self._messages), estimate)
+
+
+_DIGEST_KEY = "calibration-digest"
+
+
+class SentLedger:
+    """What this worker returned for the inputs it reduced: input digest -> estimate sent.
+
+    Bounded (least recently used out); shared by the calls of one process. Values are plain
+    integers, so nothing a caller holds is shared.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._entries: OrderedDict[bytes, int] = OrderedDict()
+        self._capacity = capacity
+        self._lock = Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def remember(self, digest: bytes, estimate: int) -> None:
+        with self._lock:
+            self._entries[digest] = estimate
+            self._entries.move_to_end(digest)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+
+    def forget(self, digest: bytes) -> None:
+        with self._lock:
+            self._entries.pop(digest, None)
+
+    def recall(self, digest: bytes) -> int | None:
+        with self._lock:
+            value = self._entries.get(digest)
+            if value is not None:
+                self._entries.move_to_end(digest)
+            return value
+
+
+SHARED_LEDGER = SentLedger()

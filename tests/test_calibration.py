@@ -1,0 +1,278 @@
+"""Usage calibration (``count_calibration: usage``): the anchor, the growth ratio, the guard
+rails, the ledger of reduced contexts, and its effect on count-tokens and assemble."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from context_manager import CallError, call
+from context_manager.core.counting.calibration import (
+    SHARED_LEDGER,
+    Calibration,
+    InputDigests,
+    SentLedger,
+    choose_calibration,
+    provider_prompt_tokens,
+)
+from context_manager.core.counting.estimate import HEURISTIC
+
+USAGE = {"count_calibration": "usage"}
+MODEL = {"id": "m", "limits": {"context_window": 100_000, "max_output_tokens": 1000}}
+TS = 1_700_000_000_000
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": TS}
+
+
+def assistant(text: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    m: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": text}],
+                         "stop_reason": "end", "model": "m", "provider": "p", "timestamp": TS}
+    if usage is not None:
+        m["usage"] = usage
+    return m
+
+
+def size(m: dict[str, Any]) -> int:
+    from context_manager.wire.decode import decode_message
+
+    return HEURISTIC.message(decode_message(m))
+
+
+@pytest.fixture(autouse=True)
+def fresh_ledger():
+    SHARED_LEDGER._entries.clear()
+    yield
+    SHARED_LEDGER._entries.clear()
+
+
+# --- the arithmetic -------------------------------------------------------------------------
+
+
+def test_scale_is_the_anchor_plus_growth_rounded_up():
+    c = Calibration(3, provider_tokens=800, estimated_tokens=1000)
+    assert c.scale(1000) == 800
+    assert c.scale(1100) == 880
+    assert c.scale(1001) == 801  # 800.8 rounds up
+    assert c.scale(900) == 720
+    assert c.scale(0) == 0
+    assert c.ratio == 0.8 and c.growth_ratio == 0.8
+
+
+def test_growth_ratio_scales_only_what_differs_from_the_anchored_prompt():
+    # 1000 estimated -> 1200 provider, and the last 2000 estimated of growth cost 2000.
+    c = Calibration(5, 1200, 1000, growth_tokens=2000, growth_estimate=2000)
+    assert c.scale(1500) == 1700
+    assert c.scale(800) == 1000
+    assert c.amount(300) == 300
+    assert Calibration(0, 800, 1000).amount(301) == 241  # 240.8 rounds up
+    assert c.report() == {"anchor_index": 5, "provider_tokens": 1200, "ratio": 1.2, "growth_ratio": 1.0}
+
+
+def test_unscale_is_the_largest_estimate_that_fits():
+    c = Calibration(0, 800, 1000)
+    for budget in (1, 799, 800, 801, 5000):
+        x = c.unscale(budget)
+        assert c.scale(x) <= budget < c.scale(x + 1)
+    assert c.unscale(0) == 0
+    assert c.estimate_of_amount(240) == 300 and c.amount(300) == 240 and c.amount(301) == 241
+
+
+def test_apportion_sums_to_the_scaled_total():
+    c = Calibration(0, 800, 1000)
+    parts = [333, 333, 334, 0]
+    scaled = c.apportion(parts)
+    assert sum(scaled) == c.scale(1000) == 800
+    assert scaled == [267, 266, 267, 0]  # ties of the remainder go to the first part
+    g = Calibration(0, 1500, 1000, 1000, 1000)  # 1,500 shared 1:9
+    assert g.apportion([100, 900]) == [150, 1350]
+    low = Calibration(0, 800, 1000, 1000, 1000)  # a negative fixed part never makes a part negative
+    assert low.apportion([10, 990]) == [8, 792] and sum(low.apportion([0, 0, 1000])) == 800
+
+
+# --- the anchor -----------------------------------------------------------------------------
+
+
+def test_provider_prompt_tokens_reads_input_and_both_cache_counters():
+    assert provider_prompt_tokens(assistant("a", {"input": 10, "cache_read": 5, "cache_write": 2, "output": 9})) == 17
+    assert provider_prompt_tokens(assistant("a", {"output": 9})) == 0
+    assert provider_prompt_tokens(assistant("a")) == 0
+    assert provider_prompt_tokens(user("u")) == 0
+
+
+def test_the_latest_plausible_anchor_wins_and_implausible_ones_are_skipped():
+    messages = [user("u"), assistant("a", {"input": 90}), user("u"), assistant("a", {"input": 10**9})]
+    sizes = [100, 100, 100, 100]
+    c = choose_calibration(messages, range(4), sizes, fixed_tokens=0)
+    # Index 3 claims 10^9 for a 300-token prefix: ignored; index 1 anchors (90 / 100).
+    assert (c.anchor_index, c.provider_tokens, c.estimated_tokens) == (1, 90, 100)
+
+
+def test_no_anchor_without_usage():
+    assert choose_calibration([user("u"), assistant("a")], range(2), [10, 10], 5) is None
+
+
+def test_an_anchor_that_would_count_below_the_added_content_is_ignored():
+    # Ratio 0.25 on a prefix of 100 while 1000 estimated tokens were added: 25 + 250 < 1000.
+    messages = [user("u"), assistant("a", {"input": 25}), user("big")]
+    assert choose_calibration(messages, range(3), [100, 0, 1000], 0) is None
+
+
+def test_growth_ratio_comes_from_the_nearest_anchor_far_enough_back():
+    # prefix estimates 2000 (index 1) and 4000 (index 3); the provider counted 3000 and 5000.
+    messages = [user("u"), assistant("a", {"input": 3000}), user("u"), assistant("a", {"input": 5000}), user("u")]
+    c = choose_calibration(messages, range(5), [2000, 1000, 1000, 500, 500], 0)
+    assert (c.anchor_index, c.provider_tokens, c.estimated_tokens) == (3, 5000, 4000)
+    assert (c.growth_tokens, c.growth_estimate) == (2000, 2000)
+    assert c.scale(5000) == 6000
+
+
+def test_growth_ratio_is_never_below_the_smaller_of_the_ratio_and_one():
+    # Growth measured at 0.5 while the whole ratio is 1.25: growth counts 1.0.
+    messages = [user("u"), assistant("a", {"input": 4000}), user("u"), assistant("a", {"input": 5000}), user("u")]
+    c = choose_calibration(messages, range(5), [2000, 1000, 1000, 0, 1000], 0)
+    assert c.growth_ratio == 1.0
+    assert c.scale(5000) == 6000
+
+
+def test_custom_messages_are_not_part_of_the_anchored_prefix():
+    messages = [user("u"), {"role": "custom"}, assistant("a", {"input": 50})]
+    # view: request indices 0 and 2 only
+    c = choose_calibration(messages, [0, 2], [100, 100], 0)
+    assert c.estimated_tokens == 100
+
+
+# --- count-tokens ---------------------------------------------------------------------------
+
+
+def history() -> list[dict[str, Any]]:
+    return [user("x" * 400), assistant("y" * 400, {"input": 120, "cache_read": 30, "output": 5}),
+            user("z" * 800)]
+
+
+def test_count_tokens_off_is_unchanged_and_usage_anchors():
+    messages = history()
+    request = {"model": MODEL, "system_prompt": "s" * 400, "messages": messages}
+    plain = call("context::count-tokens", request)
+    assert "calibration" not in plain
+    sizes = [size(m) for m in messages]
+    prefix = 100 + sizes[0]
+    assert plain["tokens"] == prefix + sizes[1] + sizes[2]
+    calibrated = call("context::count-tokens", request, config=USAGE)
+    ratio = 150 / prefix
+    expected = 150 + -(-(sizes[1] + sizes[2]) * 150 // prefix)
+    assert calibrated["tokens"] == expected
+    assert calibrated["calibration"] == {"anchor_index": 1, "provider_tokens": 150,
+                                         "ratio": round(ratio, 4), "growth_ratio": round(ratio, 4)}
+    assert sum(calibrated["by_role"].values()) <= calibrated["tokens"]
+
+
+def test_count_tokens_without_an_anchor_reports_no_calibration():
+    request = {"model": MODEL, "messages": [user("hello"), assistant("a")]}
+    assert call("context::count-tokens", request, config=USAGE) == call("context::count-tokens", request)
+
+
+@pytest.mark.parametrize("usage", [{"input": -1}, {"input": "12"}, {"input": 1.5}, {"cache_read": True}])
+def test_a_malformed_usage_is_the_usual_decoding_error(usage):
+    request = {"model": MODEL, "messages": [user("u"), assistant("a", usage), user("v")]}
+    with pytest.raises(CallError) as plain:
+        call("context::count-tokens", request)
+    with pytest.raises(CallError) as calibrated:
+        call("context::count-tokens", request, config=USAGE)
+    assert calibrated.value.message == plain.value.message
+    assert calibrated.value.message.startswith("serialization error:")
+
+
+def test_an_absurd_usage_is_ignored_as_an_anchor():
+    request = {"model": MODEL, "messages": [user("u"), assistant("a", {"input": 2**63}), user("v")]}
+    assert call("context::count-tokens", request, config=USAGE) == call("context::count-tokens", request)
+
+
+# --- assemble -------------------------------------------------------------------------------
+
+
+def test_assemble_reports_calibrated_counts_that_add_up():
+    messages = history()
+    request = {"model": MODEL, "system_prompt": "s" * 400, "messages": messages,
+               "options": {"request_overhead_tokens": 7}}
+    plain = call("context::assemble", request)
+    answer = call("context::assemble", request, config=USAGE)
+    sizes = [size(m) for m in messages]
+    prefix = 100 + sizes[0]
+    content = 150 + -(-(sizes[1] + sizes[2]) * 150 // prefix)
+    assert plain["token_count"] == prefix + sizes[1] + sizes[2] + 7
+    assert answer["token_count"] == content + 7
+    b = answer["breakdown"]
+    assert b["system_prompt_tokens"] + b["tools_tokens"] + sum(b["by_role"].values()) + 7 == answer["token_count"]
+    assert b["calibration"]["anchor_index"] == 1 and b["calibration"]["provider_tokens"] == 150
+    assert answer["applied"]["initial_token_count"] == answer["token_count"]
+    assert answer["messages"] == plain["messages"]
+    assert "calibration" not in plain["breakdown"]
+
+
+def test_the_budget_is_compared_in_provider_units():
+    # Estimates 1019, 38, 1019, 33, 20 (2,129): over a usable budget of 1,800, but the provider
+    # counted the first message's prompt at 815, so the request counts 815 + ceil(1110 * 815 / 1019).
+    filler = "w" * 4000
+    messages = [user(filler), assistant("a", {"input": 815}), user(filler), assistant("b"), user("q")]
+    assert [size(m) for m in messages] == [1019, 38, 1019, 33, 20]
+    small = {"id": "m", "limits": {"context_window": 1900, "max_output_tokens": 100}}
+    request = {"model": small, "messages": messages, "options": {"reserved_tokens": 0}}
+    with pytest.raises(CallError) as plain:
+        call("context::assemble", request, config={"max_result_tokens": 0})
+    assert plain.value.message == ("handler error: context/overflow: assembled context requires 2129 "
+                                   "tokens but usable budget is 1800")
+    answer = call("context::assemble", request, config={**USAGE, "max_result_tokens": 0})
+    assert (answer["token_count"], answer["usable"]) == (1703, 1800)
+    assert answer["messages"] == messages
+    assert answer["applied"] == {"initial_token_count": 1703, "pruned": False, "pruned_tokens": 0,
+                                 "capped_parts": 0, "capped_tokens": 0, "compacted": False}
+    assert answer["breakdown"]["by_role"] == {"user": 1646, "assistant": 57, "function_result": 0, "custom": 0}
+    assert answer["breakdown"]["calibration"] == {"anchor_index": 1, "provider_tokens": 815,
+                                                  "ratio": 0.7998, "growth_ratio": 0.7998}
+
+
+def test_an_overflow_reports_the_calibrated_count():
+    filler = "w" * 4000
+    messages = [user(filler), assistant("a", {"input": 815}), user(filler), assistant("b"), user("q")]
+    small = {"id": "m", "limits": {"context_window": 1700, "max_output_tokens": 100}}
+    request = {"model": small, "messages": messages, "options": {"reserved_tokens": 0}}
+    with pytest.raises(CallError) as err:
+        call("context::assemble", request, config={**USAGE, "max_result_tokens": 0})
+    assert "requires 1703 tokens but usable budget is 1600" in err.value.message
+
+
+def test_a_context_this_worker_reduced_anchors_on_what_it_returned():
+    filler = "w" * 2000
+    base = [user(filler), assistant("a"), user(filler), assistant("b"), user(filler)]
+    small = {"id": "m", "limits": {"context_window": 1400, "max_output_tokens": 100}}
+    config = {**USAGE, "overflow_fallback": "drop_oldest", "max_result_tokens": 0}
+    request = {"model": small, "messages": base, "options": {"reserved_tokens": 0}}
+    first = call("context::assemble", request, config=config)
+    assert first["applied"]["dropped_messages"] > 0
+    sent_estimate = first["token_count"]  # no anchor yet: estimator units
+    # The provider counted what was sent at 10% more than our estimate of it.
+    provider = sent_estimate * 11 // 10
+    follow = base + [assistant("c", {"input": provider}), user("next")]
+    second = call("context::assemble", {**request, "messages": follow}, config=config)
+    calibration = second["breakdown"]["calibration"]
+    assert calibration["anchor_index"] == 5
+    assert calibration["ratio"] == round(provider / sent_estimate, 4)
+    # Without the ledger the whole raw prefix would have been the anchored prompt.
+    SHARED_LEDGER._entries.clear()
+    third = call("context::assemble", {**request, "messages": follow}, config=config)
+    assert third["breakdown"]["calibration"]["ratio"] < calibration["ratio"]
+
+
+def test_ledger_is_bounded_and_keys_ignore_member_order():
+    ledger = SentLedger(capacity=2)
+    for n in range(3):
+        ledger.remember(bytes([n]), n)
+    assert len(ledger) == 2 and ledger.recall(bytes([0])) is None and ledger.recall(bytes([2])) == 2
+    a = InputDigests(("heuristic", "m"), [{"role": "user", "x": 1}]).whole(5)
+    b = InputDigests(("heuristic", "m"), [{"x": 1, "role": "user"}]).whole(5)
+    c = InputDigests(("heuristic", "m2"), [{"x": 1, "role": "user"}]).whole(5)
+    d = InputDigests(("heuristic", "m"), [{"x": 1, "role": "user"}]).whole(6)
+    assert a == b != c and b != d
