@@ -1,7 +1,9 @@
 """The console form in a real browser: headless Chromium renders ``ui/page.js`` with the pinned
 React (``tests/browser/package.json``) and a stub of the console component module, the test
 edits every field through the DOM, and each proposed value must be one the worker's config
-parser accepts, holding exactly the edit. A screenshot is saved to ``tests/artifacts/``.
+parser accepts, holding exactly the edit. The retention policy editor must report a draft's fault
+in the worker's own words and propose only a policy the worker accepts. Screenshots are saved to
+``tests/artifacts/``.
 
 Needs Debian's ``chromium`` and ``npm install`` in ``tests/browser`` (``.ci/run`` does both);
 without Chromium the module skips, saying why.
@@ -31,6 +33,8 @@ import pytest
 from websockets.sync.client import connect
 
 from context_manager.config.parse import parse_config_value
+from context_manager.config.retention import PolicyError, parse_retention
+from context_manager.config.parse import ConfigError
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 
 pytestmark = pytest.mark.slow
@@ -57,11 +61,68 @@ SWITCHES = {
     "user_less_compaction": (True, False),
     "summary_check": ("append", "off"),
     "summarizer_fallback": ("extractive", "none"),
+    "report_prefix": (True, False),
+    "summary_reuse": (True, False),
+    "summary_placement": ("message", "system_prompt"),
+}
+# Fractions of the usable budget in (0, 1]; an empty field drops the key (eager_compaction_at: null).
+FRACTION_KEYS = ["reduce_to", "eager_compaction_at"]
+FRACTION_PLACEHOLDERS = {"reduce_to": "1", "eager_compaction_at": "off"}
+# A policy touching every part: rules tried in order, a default, errors, prose, reasoning, media.
+POLICY: dict[str, Any] = {
+    "verbatim_turns": 2,
+    "tools": {
+        "rules": [
+            {"function": "fs::read*", "result": {"mode": "over", "over": 4000, "to": 1000, "keep": "head"}},
+            {"function": "shell::[a-z]*", "arguments": {"mode": "always", "to": 200}, "result": {"mode": "keep"}},
+            {"function": "*", "result": {"mode": "always", "to": 300, "keep": "tail"}},
+        ],
+        "default": {"arguments": {"mode": "over", "over": 1500, "to": 500}},
+        "errors": {"mode": "keep"},
+        "mark_truncations": False,
+    },
+    "text": {"prompt": {"mode": "over", "over": 3000, "to": 1000},
+             "message": {"mode": "always", "to": 800, "keep": "head"}},
+    "reasoning": {"keep_turns": 1},
+    "media": {"default_keep_turns": 2, "rules": [{"mime": "image/png", "keep_turns": 0}]},
+}
+POLICY_RULE_LINES = [
+    "1. fs::read*: result over 4,000 tokens cut to 1,000 (head)",
+    "2. shell::[a-z]*: arguments cut to 200 tokens (head and tail); result kept whole",
+    "3. *: result cut to 300 tokens (tail)",
+    "otherwise: arguments over 1,500 tokens cut to 500 (head and tail)",
+    "error results: kept whole",
+]
+# A smaller valid policy, typed into the editor.
+TYPED_POLICY: dict[str, Any] = {
+    "tools": {"rules": [{"function": "grep", "result": {"mode": "always", "to": 100}},
+                        {"function": "read_*", "arguments": {"mode": "keep"}}],
+              "errors": {"mode": "over", "over": 50, "to": 20, "keep": "tail"}},
+    "reasoning": {"keep_turns": 0},
+    "media": {"rules": [{"mime": "image/*", "keep_turns": 1}]},
+}
+TYPED_POLICY_RULE_LINES = [
+    "1. grep: result cut to 100 tokens (head and tail)",
+    "2. read_*: arguments kept whole",
+    "error results: over 50 tokens cut to 20 (tail)",
+]
+# Policies the worker rejects, one fault each.
+BAD_POLICIES = {
+    "unknown member": {"tools": {"rules": [], "order": "first"}},
+    "to above over": {"tools": {"rules": [{"function": "grep", "result": {"mode": "over", "over": 500, "to": 600}}]}},
+    "unclosed glob": {"tools": {"rules": [{"function": "fs::[read", "result": {"mode": "keep"}}]}},
+    "stray bracket": {"tools": {"rules": [{"function": "fs::]", "result": {"mode": "keep"}}]}},
+    "negative number": {"text": {"prompt": {"mode": "always", "to": -5}}},
+    "negative keep_turns": {"reasoning": {"keep_turns": -1}},
+    "malformed mime": {"media": {"rules": [{"mime": "png", "keep_turns": 1}]}},
+    "unknown mode": {"text": {"message": {"mode": "sometimes"}}},
+    "not an object": [1, 2],
 }
 CUSTOM = {"reserved_tokens_cap": 15000, "reserved_pct": 12, "tail_turns": 4, "lease_dir": "/var/leases",
           "allow_fallback_limits": False, "overflow_fallback": "drop_oldest", "estimator": "auto",
           "user_less_compaction": False, "anchor_messages": 2, "summary_check": "append",
-          "summarizer_fallback": "extractive"}
+          "summarizer_fallback": "extractive", "report_prefix": True, "summary_placement": "message",
+          "reduce_to": 0.75, "eager_compaction_at": 0.9, "retention": POLICY}
 
 
 class _Assets(http.server.SimpleHTTPRequestHandler):
@@ -144,9 +205,10 @@ class Browser:
                 raise AssertionError(f"not true in time: {condition}")
             time.sleep(0.05)
 
-    def screenshot(self, path: Path) -> None:
-        height = self.js("Math.ceil(document.getElementById('root').getBoundingClientRect().bottom) + 24")
-        clip = {"x": 0, "y": 0, "width": 960, "height": height, "scale": 1}
+    def screenshot(self, path: Path, clip: dict[str, Any] | None = None) -> None:
+        if clip is None:
+            height = self.js("Math.ceil(document.getElementById('root').getBoundingClientRect().bottom) + 24")
+            clip = {"x": 0, "y": 0, "width": 960, "height": height, "scale": 1}
         data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
                          session=True)["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -183,9 +245,9 @@ def show(browser: Browser, value: dict[str, Any]) -> None:
 
 
 def controls(browser: Browser) -> dict[str, Any]:
-    """What each field shows: a number/text input's text, a switch's state."""
+    """What each field shows: a number/text input's or the policy editor's text, a switch's state."""
     return browser.js("""Object.fromEntries([...document.querySelectorAll('[data-field]')].map((row) => {
-        const input = row.querySelector('input')
+        const input = row.querySelector('input, textarea')
         return [row.dataset.field, input.type === 'checkbox' ? input.checked : input.value]
     }))""")
 
@@ -195,9 +257,27 @@ def type_into(browser: Browser, key: str, text: str) -> None:
     browser.js(f"""(() => {{
         const input = document.getElementById('context-manager-cfg-{key}')
         input.focus()
-        Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(input, {json.dumps(text)})
+        const prototype = input instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype
+        Object.getOwnPropertyDescriptor(prototype, 'value').set.call(input, {json.dumps(text)})
         input.dispatchEvent(new Event('input', {{ bubbles: true }}))
     }})()""")
+
+
+def policy_fault(browser: Browser) -> str:
+    return browser.js("document.getElementById('context-manager-cfg-retention-problem').textContent")
+
+
+def rule_lines(browser: Browser) -> list[str]:
+    return browser.js("[...document.querySelectorAll('.ctx-cfg-rules li')].map((li) => li.textContent)")
+
+
+def worker_fault(policy: Any) -> str:
+    """The fault the worker's parser reports for ``policy``; its config parse must reject it too."""
+    with pytest.raises(PolicyError) as fault:
+        parse_retention(policy)
+    with pytest.raises(ConfigError, match=re.escape(str(fault.value))):
+        parse_config_value({"retention": policy})
+    return str(fault.value)
 
 
 def click(browser: Browser, key: str) -> None:
@@ -215,14 +295,21 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("window.__families") == ["context-manager"]
     shown = controls(browser)
     assert set(shown) == set(WorkerConfig.key_names())
-    assert {k: shown[k] for k in NUMBER_KEYS} == {k: "" for k in NUMBER_KEYS}  # empty: the default applies
+    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, "lease_dir", "retention"}
+    # Empty: the default applies (for the policy: none).
+    assert {k: shown[k] for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]} == {
+        k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]}
     placeholders = browser.js("""Object.fromEntries([...document.querySelectorAll('input[type=number]')]
         .map((input) => [input.closest('[data-field]').dataset.field, input.placeholder]))""")
-    assert placeholders == {k: str(getattr(DEFAULT_CONFIG, k)) for k in NUMBER_KEYS}
+    assert placeholders == {**{k: str(getattr(DEFAULT_CONFIG, k)) for k in NUMBER_KEYS}, **FRACTION_PLACEHOLDERS}
+    assert DEFAULT_CONFIG.reduce_to == 1.0 and DEFAULT_CONFIG.eager_compaction_at is None
     assert {k: shown[k] for k in SWITCHES} == {k: SWITCHES[k][0] == getattr(DEFAULT_CONFIG, k) for k in SWITCHES}
+    assert policy_fault(browser) == "" and rule_lines(browser) == []
+    # The page's stylesheet applies (the harness wraps the form as the console does).
+    assert browser.js("getComputedStyle(document.querySelector('.ctx-cfg-rules')).listStyleType") == "none"
     sections = browser.js("[...document.querySelectorAll('section h2')].map((h) => h.textContent)")
     assert sections == ["Budget defaults", "Pruning and compaction", "Runtime", "Overflow and counting",
-                        "Task retention"]
+                        "Task retention", "Cache-aware reduction", "Retention policy"]
     browser.screenshot(ARTIFACTS / "console-form-default.png")
 
 
@@ -232,8 +319,22 @@ def test_a_custom_configuration_is_shown_as_stored(browser: Browser) -> None:
     assert shown["reserved_tokens_cap"] == "15000" and shown["reserved_pct"] == "12" and shown["tail_turns"] == "4"
     assert shown["anchor_messages"] == "2" and shown["lease_dir"] == "/var/leases"
     assert shown["max_result_tokens"] == ""
-    assert {k: shown[k] for k in SWITCHES} == {k: CUSTOM[k] == SWITCHES[k][0] for k in SWITCHES}
+    assert shown["reduce_to"] == "0.75" and shown["eager_compaction_at"] == "0.9"
+    assert {k: shown[k] for k in SWITCHES} == {
+        k: CUSTOM.get(k, getattr(DEFAULT_CONFIG, k)) == SWITCHES[k][0] for k in SWITCHES}
+    assert shown["summary_reuse"] is False  # not stored: the default (off) is shown
+    # The editor holds the policy's JSON, two-space indented, members in stored order.
+    assert shown["retention"] == json.dumps(POLICY, indent=2)
+    assert rule_lines(browser) == POLICY_RULE_LINES
+    assert policy_fault(browser) == ""
+    assert parse_config_value(CUSTOM).retention == parse_retention(POLICY)
     browser.screenshot(ARTIFACTS / "console-form-custom.png")
+    browser.screenshot(ARTIFACTS / "console-form-retention.png", clip=browser.js("""(() => {
+        const section = [...document.querySelectorAll('section')]
+            .find((s) => s.querySelector('h2').textContent === 'Retention policy')
+        const box = section.getBoundingClientRect()
+        return { x: 0, y: Math.floor(box.top + window.scrollY) - 8, width: 960, height: Math.ceil(box.height) + 16, scale: 1 }
+    })()"""))
 
 
 @pytest.mark.parametrize("key", NUMBER_KEYS)
@@ -247,6 +348,30 @@ def test_typing_a_number_proposes_a_value_the_parser_accepts(browser: Browser, k
     cleared = last_proposal(browser)
     assert key not in cleared and parse_config_value(cleared) == replace(
         parse_config_value(CUSTOM), **{key: getattr(DEFAULT_CONFIG, key)})
+
+
+@pytest.mark.parametrize("key", FRACTION_KEYS)
+def test_typing_a_fraction_proposes_a_value_the_parser_accepts(browser: Browser, key: str) -> None:
+    show(browser, CUSTOM)
+    for text, fraction in (("0.5", 0.5), ("1", 1), ("0.05", 0.05)):
+        type_into(browser, key, text)
+        proposal = last_proposal(browser)
+        assert proposal == {**CUSTOM, key: fraction}
+        assert parse_config_value(proposal) == replace(parse_config_value(CUSTOM), **{key: fraction})
+    type_into(browser, key, "")  # cleared: the key goes (eager_compaction_at: null, compact only when over)
+    cleared = last_proposal(browser)
+    assert key not in cleared and parse_config_value(cleared) == replace(
+        parse_config_value(CUSTOM), **{key: getattr(DEFAULT_CONFIG, key)})
+
+
+@pytest.mark.parametrize("key", FRACTION_KEYS)
+def test_rejected_fractions_propose_nothing(browser: Browser, key: str) -> None:
+    show(browser, {})
+    for text in ("0", "1.5", "-0.5", "1.0001"):
+        type_into(browser, key, text)
+        with pytest.raises(ConfigError):
+            parse_config_value({key: float(text)})  # the parser refuses each too
+    assert browser.js("window.__proposals") == []
 
 
 def test_rejected_numbers_propose_nothing(browser: Browser) -> None:
@@ -279,18 +404,63 @@ def test_the_lease_directory_is_proposed_as_typed(browser: Browser) -> None:
     assert parse_config_value(proposal).lease_dir == "~/leases"
 
 
+def test_typing_a_valid_policy_proposes_exactly_that_policy(browser: Browser) -> None:
+    show(browser, {"tail_turns": 5})
+    type_into(browser, "retention", json.dumps(TYPED_POLICY, indent=1))
+    proposal = last_proposal(browser)
+    assert proposal == {"tail_turns": 5, "retention": TYPED_POLICY}
+    config = parse_config_value(proposal)
+    assert config.retention == parse_retention(TYPED_POLICY) and config.retention is not None
+    assert config.retention.to_json() == parse_retention(config.retention.to_json()).to_json()
+    assert policy_fault(browser) == ""
+    assert rule_lines(browser) == TYPED_POLICY_RULE_LINES
+    # The host now holds the policy: the editor shows it as stored.
+    assert controls(browser)["retention"] == json.dumps(TYPED_POLICY, indent=2)
+    type_into(browser, "retention", "  \n")  # emptied: the key goes, no policy applies
+    emptied = last_proposal(browser)
+    assert emptied == {"tail_turns": 5} and parse_config_value(emptied).retention is None
+    assert rule_lines(browser) == []
+
+
+@pytest.mark.parametrize("case", sorted(BAD_POLICIES))
+def test_an_invalid_policy_shows_the_workers_fault_and_proposes_nothing(browser: Browser, case: str) -> None:
+    show(browser, {"retention": TYPED_POLICY})
+    typed = json.dumps(BAD_POLICIES[case], indent=2)
+    type_into(browser, "retention", typed)
+    assert policy_fault(browser) == worker_fault(BAD_POLICIES[case])
+    assert browser.js("window.__proposals") == []
+    # The draft stays in the editor, marked invalid; the stored policy's rules are still listed.
+    assert controls(browser)["retention"] == typed
+    assert browser.js("document.getElementById('context-manager-cfg-retention').getAttribute('aria-invalid')") == "true"
+    assert rule_lines(browser) == TYPED_POLICY_RULE_LINES
+
+
+def test_text_that_is_not_json_proposes_nothing(browser: Browser) -> None:
+    show(browser, {})
+    type_into(browser, "retention", '{"tools": ')
+    assert policy_fault(browser).startswith("retention: not JSON (")
+    assert browser.js("window.__proposals") == []
+    type_into(browser, "retention", json.dumps(TYPED_POLICY))  # fixed: the fault clears, the policy goes
+    assert policy_fault(browser) == "" and last_proposal(browser) == {"retention": TYPED_POLICY}
+
+
 def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> None:
     show(browser, {})
     for number, key in enumerate(NUMBER_KEYS, start=1):
         type_into(browser, key, str(number))
+    type_into(browser, "reduce_to", "0.5")
+    type_into(browser, "eager_compaction_at", "0.8")
     for key in SWITCHES:
         click(browser, key)
     type_into(browser, "lease_dir", "leases")
+    type_into(browser, "retention", json.dumps(POLICY))
     proposal = last_proposal(browser)
     config = parse_config_value(proposal)
     assert config == WorkerConfig(
         **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
         **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
-        lease_dir="leases")
+        reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY))
+    assert proposal["retention"] == POLICY
     assert set(proposal) == set(WorkerConfig.key_names())
+    assert rule_lines(browser) == POLICY_RULE_LINES
     browser.screenshot(ARTIFACTS / "console-form-edited.png")
