@@ -72,6 +72,7 @@ class _Request:
     model: ModelInput = ModelInput("small", None, ModelLimits(5000, 500))
     estimator: Any = HEURISTIC
     config: WorkerConfig = DEFAULT_CONFIG
+    early: bool = False
 
 
 @dataclass

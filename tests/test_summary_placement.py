@@ -83,17 +83,32 @@ def test_summary_message_shape():
 # --- eager compaction ---------------------------------------------------------------------------
 
 
-def test_eager_compaction_runs_before_the_window_is_full():
-    payload = _payload(8)  # ~6,900 tokens of 8,000 usable: fits
+def test_eager_compaction_runs_before_the_window_is_full_once_the_history_was_compacted():
+    payload = _payload(8)  # ~6,750 tokens of 8,000 usable: fits
     plain = call("context::assemble", payload, summarizer=summariser)
     assert plain["applied"]["compacted"] is False
-    eager = call("context::assemble", payload, config={"eager_compaction_at": 0.8}, summarizer=summariser)
     assert plain["applied"]["initial_token_count"] > 0.8 * 8000
+    # The first compaction of a history waits for the full window, as without the key.
+    first = call("context::assemble", payload, config={"eager_compaction_at": 0.8}, summarizer=summariser)
+    assert first == plain
+    compacted = {**payload, "options": {"previous_summary": "EARLIER"}}
+    eager = call("context::assemble", compacted, config={"eager_compaction_at": 0.8}, summarizer=summariser)
     assert eager["applied"]["compacted"] is True
-    assert eager["token_count"] < plain["token_count"]
-    late = call("context::assemble", payload, config={"eager_compaction_at": 0.9}, summarizer=summariser)
+    # Tail budget max(2,000 - 1,600, 1,000) = 1,000: the newest round (833 tokens) only.
+    assert eager["applied"]["tail_start_index"] == 15
+    assert eager["token_count"] == 850
+    late = call("context::assemble", compacted, config={"eager_compaction_at": 0.9}, summarizer=summariser)
     assert late["applied"]["initial_token_count"] <= 0.9 * 8000
     assert late["applied"]["compacted"] is False
+
+
+def test_a_full_window_compaction_keeps_its_tail_budget_with_the_key():
+    payload = {**_payload(12), "options": {"previous_summary": "EARLIER"}}
+    plain = call("context::assemble", payload, summarizer=summariser)
+    assert plain["applied"]["initial_token_count"] > 8000
+    eager = call("context::assemble", payload, config={"eager_compaction_at": 0.8}, summarizer=summariser)
+    assert eager == plain
+    assert plain["applied"]["tail_start_index"] == 21
 
 
 def test_eager_compaction_without_a_summariser_changes_nothing():

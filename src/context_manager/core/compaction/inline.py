@@ -15,7 +15,7 @@ from typing import Protocol
 
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
-from context_manager.core.budget import preserve_recent
+from context_manager.core.budget import eager_tail_budget, preserve_recent
 from context_manager.ports import LeaseStore, SummarizeError, Summarizer
 from context_manager.core.compaction.selection import select, stepped_head
 from context_manager.core.passes.steps import step_tokens
@@ -44,7 +44,9 @@ class CompactionRequest:
     * ``tail_turns``: ``options.tail_turns`` if given, else ``config.tail_turns``;
     * ``model``: the request's ``ModelInput`` (the summary runs on the same model);
     * ``estimator``: the estimator of this call (the summariser's requests are counted with it);
-    * ``config``: this call's configuration snapshot.
+    * ``config``: this call's configuration snapshot;
+    * ``early``: the context still fits and compaction runs because it passed
+      ``eager_compaction_at`` (the tail budget is then ``core.budget.eager_tail_budget``).
     """
 
     view: list[Message]
@@ -60,6 +62,7 @@ class CompactionRequest:
     model: ModelInput
     estimator: Estimator
     config: WorkerConfig
+    early: bool = False
 
 
 class InlineCompactionDeps(Protocol):
@@ -119,11 +122,18 @@ async def try_compact(
             await lease.release(store, key, nonce)
 
 
+def _tail_budget(request: CompactionRequest) -> int:
+    eager_at = request.config.eager_compaction_at
+    if request.early and eager_at is not None:
+        return eager_tail_budget(request.usable, eager_at)
+    return preserve_recent(request.usable, None)
+
+
 async def _compact_view(
     request: CompactionRequest, summarizer: Summarizer | None, log: logging.Logger
 ) -> InlineCompaction | None:
     view = request.view
-    budget = preserve_recent(request.usable, None)
+    budget = _tail_budget(request)
     selection = select(view, request.sizes, budget, request.tail_turns,
                        user_less_compaction=request.config.user_less_compaction)
     head_len = stepped_head(view, request.sizes, selection.head_len,
