@@ -223,8 +223,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
         _prune_pass(state, options, config, estimator, applied, reuse)
-    summarised = options.previous_summary is not None
-    if _compaction_due(state.total(), usable, config, summarised) and options.allow_compaction is not False:
+    if _compaction_due(state.total(), usable, config) and options.allow_compaction is not False:
         outcome = await compaction_step(
             _compaction_request(state, request, usable, estimator, config), deps
         )
@@ -259,16 +258,12 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     }
 
 
-def _compaction_due(total: int, usable: int, config: WorkerConfig, summarised: bool) -> bool:
-    """Over budget, or (``eager_compaction_at``) past that share of it though still fitting.
-
-    Early compaction needs a history already compacted once (it carries a previous summary):
-    a history that never reaches the full window is then never compacted, as without the key.
-    """
+def _compaction_due(total: int, usable: int, config: WorkerConfig) -> bool:
+    """Over budget, or (``eager_compaction_at``) past that share of it though still fitting."""
     if total > usable:
         return True
     eager = config.eager_compaction_at
-    return eager is not None and summarised and total > floor(eager * usable)
+    return eager is not None and total > floor(eager * usable)
 
 
 def _prefix_report(state: _Context, request: AssembleRequest, config: WorkerConfig) -> dict[str, Any]:
@@ -399,7 +394,7 @@ def _compaction_request(
         model=request.model,
         estimator=estimator,
         config=config,
-        early=state.total() <= usable,
+        early_headroom=usable - state.total() if state.total() <= usable else None,
     )
 
 
