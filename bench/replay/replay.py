@@ -83,7 +83,8 @@ MODES = (
 ECONOMY_MODES = ("summariser", "summariser-nopersist", "none+drop_oldest", "none",
                  "summariser-nopersist+reuse", "summariser-nopersist+reuse+reduce",
                  "none+drop_oldest+reduce", "summariser+reduce", "summariser+reuse+reduce",
-                 "summariser+message", "summariser+eager", "summariser+eager+reduce", "summariser+all", "summariser-nopersist+all")
+                 "summariser+message", "summariser+eager", "summariser+eager+reduce", "summariser+all",
+                 "summariser-nopersist+all")
 MODES_BY_NAME = {mode.name: mode for mode in MODES}
 
 

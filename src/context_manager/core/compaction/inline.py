@@ -1,10 +1,11 @@
 """Compaction inside ``context::assemble`` (spec 03 §5.2–§5.3).
 
 ``context::assemble`` calls :func:`try_compact` once its view is still over budget after the cap
-and prune passes and compaction is allowed. Any reason not to compact (busy lease, nothing to
-summarise, whole-head selection, failed or empty summariser without ``summarizer_fallback:
-extractive``) is ``None``: assemble then falls through to emergency reduction and, if that is not
-enough, ``context/overflow``.
+and prune passes (or past ``eager_compaction_at`` of it) and compaction is allowed. Any reason not
+to compact (busy lease, nothing to summarise, whole-head selection, failed or empty summariser
+without ``summarizer_fallback: extractive``, an early compaction that does not pay) is ``None``:
+assemble then falls through to emergency reduction and, if that is not enough,
+``context/overflow``.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def _early_compaction_pays(request: CompactionRequest, head_len: int, headroom: 
     """Does compacting ``head_len`` now leave the next compaction no nearer than waiting would?
 
     Waiting for the full window, ``headroom`` tokens later, would remove the head a full-window
-    selection of this view chooses. Compacting now must remove at least that much more twice the
+    selection of this view chooses. Compacting now must remove at least that plus twice the
     headroom: once because it runs ``headroom`` sooner, once because the next early compaction
     may run as much before the full window again. Otherwise the early compaction would only add
     a prefix rewrite, and the call returns the context as it is.
