@@ -7,6 +7,7 @@ import pytest
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.budget import (
     default_reserved,
+    eager_tail_budget,
     preserve_recent,
     usable_budget,
 )
@@ -140,3 +141,15 @@ def test_saturating_add_sums_any_number_of_terms_up_to_u64_max():
     assert saturating_add(U64_MAX - 3, 1, 2) == U64_MAX
     assert saturating_add(U64_MAX - 3, 1, 1) == U64_MAX - 1
     assert saturating_add(U64_MAX, 1) == U64_MAX
+
+
+@pytest.mark.parametrize("usable,eager_at,expected", [
+    (28000, 0.8, 1400),   # 7,000 full-window tail less 5,600 headroom
+    (12000, 0.9, 1800),   # 3,000 less 1,200
+    (12000, 0.8, 1000),   # 3,000 less 2,400 = 600, raised to the floor
+    (60000, 0.8, 1000),   # the 12,000 headroom exceeds the 8,000 tail
+    (40000, 1.0, 8000),   # no headroom: the full-window tail
+    (0, 0.5, 2000),       # no headroom at 0 usable: the 2,000 minimum tail
+])
+def test_an_early_compaction_keeps_the_full_window_gap_to_the_next(usable, eager_at, expected):
+    assert eager_tail_budget(usable, eager_at) == expected

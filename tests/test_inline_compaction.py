@@ -72,6 +72,7 @@ class _Request:
     model: ModelInput = ModelInput("small", None, ModelLimits(5000, 500))
     estimator: Any = HEURISTIC
     config: WorkerConfig = DEFAULT_CONFIG
+    early_headroom: int | None = None
 
 
 @dataclass
@@ -128,6 +129,21 @@ def test_try_compact_without_a_summariser_does_nothing():
     req = direct((U(X(3000)), A("r0"), U(X(3000))))
     assert asyncio.run(try_compact(req, _Deps(None, store))) is None
     assert store.log == []
+
+
+def test_an_early_compaction_runs_only_when_it_removes_twice_its_headroom_more_than_waiting():
+    # Both tail budgets (2,000 full-window, max(2,000 - 800, 1,000) early) keep the same two
+    # messages, so compacting early removes exactly what waiting would (6,065 tokens): it pays
+    # only without headroom.
+    eager = replace(DEFAULT_CONFIG, eager_compaction_at=0.8)
+    messages = (U(X(3000)), A("r0"), U(X(3000)), A("r1"), U("latest question"), A("latest answer"))
+    outcome = asyncio.run(try_compact(direct(messages, config=eager, early_headroom=0),
+                                      _Deps(FakeSummarizer(replies=[GOAL, GOAL]), None)))
+    assert outcome == InlineCompaction(summary=GOAL, head_len=3, tail_start_view=3, tokens_before=6065)
+    summarizer = FakeSummarizer(replies=[GOAL, GOAL])
+    assert asyncio.run(try_compact(direct(messages, config=eager, early_headroom=1),
+                                   _Deps(summarizer, None))) is None
+    assert summarizer.calls == 0
 
 
 # --- Example 10 through assemble ---------------------------------------------------------------

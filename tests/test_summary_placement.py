@@ -83,17 +83,42 @@ def test_summary_message_shape():
 # --- eager compaction ---------------------------------------------------------------------------
 
 
-def test_eager_compaction_runs_before_the_window_is_full():
-    payload = _payload(8)  # ~6,900 tokens of 8,000 usable: fits
+def test_eager_compaction_runs_before_the_window_is_full_when_it_compacts_deeper():
+    payload = _payload(9)  # 7,589 tokens of 8,000 usable: fits, 411 of headroom
     plain = call("context::assemble", payload, summarizer=summariser)
     assert plain["applied"]["compacted"] is False
+    assert plain["applied"]["initial_token_count"] == 7589
     eager = call("context::assemble", payload, config={"eager_compaction_at": 0.8}, summarizer=summariser)
-    assert plain["applied"]["initial_token_count"] > 0.8 * 8000
+    # Tail budget max(2,000 - 1,600, 1,000) = 1,000: the newest round only, one round (833
+    # tokens, at least twice the headroom) less than a full-window compaction would keep.
     assert eager["applied"]["compacted"] is True
-    assert eager["token_count"] < plain["token_count"]
-    late = call("context::assemble", payload, config={"eager_compaction_at": 0.9}, summarizer=summariser)
-    assert late["applied"]["initial_token_count"] <= 0.9 * 8000
-    assert late["applied"]["compacted"] is False
+    assert eager["applied"]["tail_start_index"] == 17
+    assert eager["token_count"] == 850
+    late = call("context::assemble", payload, config={"eager_compaction_at": 0.95}, summarizer=summariser)
+    assert late == plain  # 7,589 is not past floor(0.95 * 8,000) = 7,600
+
+
+def test_eager_compaction_waits_when_compacting_now_would_not_move_the_next_one_away():
+    # 1,252 of headroom: compacting one round deeper (833 tokens) does not pay for running early.
+    payload = _payload(8)
+    plain = call("context::assemble", payload, summarizer=summariser)
+    assert plain["applied"]["initial_token_count"] == 6748
+    assert call("context::assemble", payload, config={"eager_compaction_at": 0.8},
+                summarizer=summariser) == plain
+    # On the reduce_to grid (step 3,200) both tail budgets put the head on the same grid point,
+    # message 17, the first cut past 6,400 tokens: compacting early would only rewrite sooner.
+    stepped = {"eager_compaction_at": 0.8, "reduce_to": 0.6}
+    assert call("context::assemble", _payload(9), config=stepped, summarizer=summariser) \
+        == call("context::assemble", _payload(9), config={"reduce_to": 0.6}, summarizer=summariser)
+
+
+def test_a_full_window_compaction_keeps_its_tail_budget_with_the_key():
+    payload = _payload(12)
+    plain = call("context::assemble", payload, summarizer=summariser)
+    assert plain["applied"]["initial_token_count"] > 8000
+    eager = call("context::assemble", payload, config={"eager_compaction_at": 0.8}, summarizer=summariser)
+    assert eager == plain
+    assert plain["applied"]["tail_start_index"] == 21
 
 
 def test_eager_compaction_without_a_summariser_changes_nothing():

@@ -73,6 +73,7 @@ MODES = (
     Mode("none+drop_oldest+reduce", False, {"overflow_fallback": "drop_oldest", "reduce_to": 0.6}),
     Mode("summariser+message", True, {"summary_placement": "message"}),
     Mode("summariser+eager", True, {"eager_compaction_at": 0.8}),
+    Mode("summariser+eager+reduce", True, {"eager_compaction_at": 0.8, "reduce_to": 0.6}),
     Mode("summariser+all", True, {"summary_reuse": True, "reduce_to": 0.6,
                                   "summary_placement": "message", "eager_compaction_at": 0.8}),
     Mode("summariser-nopersist+all", True, {"summary_reuse": True, "reduce_to": 0.6,
@@ -82,7 +83,8 @@ MODES = (
 ECONOMY_MODES = ("summariser", "summariser-nopersist", "none+drop_oldest", "none",
                  "summariser-nopersist+reuse", "summariser-nopersist+reuse+reduce",
                  "none+drop_oldest+reduce", "summariser+reduce", "summariser+reuse+reduce",
-                 "summariser+message", "summariser+eager", "summariser+all", "summariser-nopersist+all")
+                 "summariser+message", "summariser+eager", "summariser+eager+reduce", "summariser+all",
+                 "summariser-nopersist+all")
 MODES_BY_NAME = {mode.name: mode for mode in MODES}
 
 

@@ -143,7 +143,9 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
     "eager_compaction_at": (
         {"exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]},
         "Compact once the context exceeds this fraction of the usable budget, even though it "
-        "still fits; null compacts only when over budget.",
+        "still fits, when compacting then (with a smaller tail) removes at least twice the "
+        "remaining headroom more than a full-window compaction would; null compacts only when "
+        "over budget.",
     ),
     "retention": (
         {"anyOf": [{"$ref": "#/definitions/RetentionPolicy"}, {"type": "null"}]},

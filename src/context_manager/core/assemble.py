@@ -14,8 +14,9 @@ a from-scratch count of what would be returned):
    warnings are reported as ``applied.warnings``;
 5. per-result cap (unless the effective ``max_result_tokens`` is 0);
 6. normal prune (unless ``allow_prune`` is false);
-7. compaction, when over budget (or past ``eager_compaction_at`` of it) and ``allow_compaction``
-   is not false (see ``compaction_step``); with ``summary_placement: message`` the summary
+7. compaction, when over budget (or past ``eager_compaction_at`` of it, then with a smaller tail
+   and only when that pays, ``core.compaction.inline``) and ``allow_compaction`` is not false
+   (see ``compaction_step``); with ``summary_placement: message`` the summary
    becomes a message after the anchor instead of a system prompt section;
 8. emergency reduction, when still over budget;
 9. with ``overflow_fallback: drop_oldest`` only, dropping the oldest turns/rounds (``core.drop_oldest``);
@@ -540,6 +541,7 @@ def _compaction_request(
         model=request.model,
         estimator=estimator,
         config=config,
+        early_headroom=usable - state.total() if state.total() <= usable else None,
     )
 
 

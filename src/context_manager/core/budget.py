@@ -6,6 +6,7 @@ multiplication saturates: a budget never wraps and never goes below zero.
 
 from __future__ import annotations
 
+from math import floor
 from typing import TYPE_CHECKING
 
 from context_manager.wire.ints import saturating_mul, saturating_sub
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
 # The adaptive verbatim-tail budget is a quarter of the usable budget, kept in this band.
 PRESERVE_RECENT_MIN = 2000
 PRESERVE_RECENT_MAX = 8000
+# An early compaction's tail budget never goes below this: with no budget at all a history that
+# is one long turn would have no safe cut whose suffix fits, and would not be compacted.
+EAGER_TAIL_MIN = 1000
 
 
 def default_reserved(context_window: int, config: WorkerConfig) -> int:
@@ -50,6 +54,18 @@ def preserve_recent(usable: int, override: int | None) -> int:
     if override is not None:
         return override
     return min(max(usable // 4, PRESERVE_RECENT_MIN), PRESERVE_RECENT_MAX)
+
+
+def eager_tail_budget(usable: int, eager_at: float) -> int:
+    """Tail budget of a compaction run early (``eager_compaction_at``) while the context still fits.
+
+    The full-window tail less the headroom the early trigger leaves (``usable - floor(eager_at *
+    usable)``): the context then grows as far before the next early compaction as
+    it would after a full-window one before the next full-window compaction. It never goes
+    below ``EAGER_TAIL_MIN``.
+    """
+    headroom = saturating_sub(usable, floor(eager_at * usable))
+    return max(saturating_sub(preserve_recent(usable, None), headroom), EAGER_TAIL_MIN)
 
 
 def summary_budget(usable: int) -> int:

@@ -352,7 +352,7 @@ const CACHE_FRACTIONS = [
     label: 'Compact early at this share of the budget',
     fallback: null,
     fallbackText: 'off',
-    help: 'Compact once the context passes this share of the usable budget (0 to 1), before the window is full. Empty compacts only when over budget.',
+    help: 'Compact once the context passes this share of the usable budget (0 to 1), before the window is full, when compacting deeper then keeps the next compaction as far away as waiting would. Empty compacts only when over budget.',
   },
 ]
 

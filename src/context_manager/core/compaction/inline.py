@@ -1,10 +1,11 @@
 """Compaction inside ``context::assemble`` (spec 03 §5.2–§5.3).
 
 ``context::assemble`` calls :func:`try_compact` once its view is still over budget after the cap
-and prune passes and compaction is allowed. Any reason not to compact (busy lease, nothing to
-summarise, whole-head selection, failed or empty summariser without ``summarizer_fallback:
-extractive``) is ``None``: assemble then falls through to emergency reduction and, if that is not
-enough, ``context/overflow``.
+and prune passes (or past ``eager_compaction_at`` of it) and compaction is allowed. Any reason not
+to compact (busy lease, nothing to summarise, whole-head selection, failed or empty summariser
+without ``summarizer_fallback: extractive``, an early compaction that does not pay) is ``None``:
+assemble then falls through to emergency reduction and, if that is not enough,
+``context/overflow``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Protocol
 
 from context_manager.core.settings import WorkerConfig
 from context_manager.core.compaction import lease
-from context_manager.core.budget import preserve_recent
+from context_manager.core.budget import eager_tail_budget, preserve_recent
 from context_manager.ports import LeaseStore, SummarizeError, Summarizer
 from context_manager.core.compaction.selection import select, stepped_head
 from context_manager.core.passes.steps import step_tokens
@@ -44,7 +45,10 @@ class CompactionRequest:
     * ``tail_turns``: ``options.tail_turns`` if given, else ``config.tail_turns``;
     * ``model``: the request's ``ModelInput`` (the summary runs on the same model);
     * ``estimator``: the estimator of this call (the summariser's requests are counted with it);
-    * ``config``: this call's configuration snapshot.
+    * ``config``: this call's configuration snapshot;
+    * ``early_headroom``: ``None`` when the context is over budget; otherwise it still fits by
+      this many tokens and compaction runs early because it passed ``eager_compaction_at``
+      (see :func:`_early_compaction_pays`).
     """
 
     view: list[Message]
@@ -60,6 +64,7 @@ class CompactionRequest:
     model: ModelInput
     estimator: Estimator
     config: WorkerConfig
+    early_headroom: int | None = None
 
 
 class InlineCompactionDeps(Protocol):
@@ -119,17 +124,46 @@ async def try_compact(
             await lease.release(store, key, nonce)
 
 
+def _tail_budget(request: CompactionRequest) -> int:
+    eager_at = request.config.eager_compaction_at
+    if request.early_headroom is not None and eager_at is not None:
+        return eager_tail_budget(request.usable, eager_at)
+    return preserve_recent(request.usable, None)
+
+
+def _head_len(request: CompactionRequest, budget: int) -> int:
+    """The tail selection under ``budget``, its head moved onto the ``reduce_to`` grid."""
+    selection = select(request.view, request.sizes, budget, request.tail_turns,
+                       user_less_compaction=request.config.user_less_compaction)
+    return stepped_head(request.view, request.sizes, selection.head_len,
+                        step_tokens(request.usable, request.config.reduce_to))
+
+
+def _early_compaction_pays(request: CompactionRequest, head_len: int, headroom: int) -> bool:
+    """Does compacting ``head_len`` now leave the next compaction no nearer than waiting would?
+
+    Waiting for the full window, ``headroom`` tokens later, would remove the head a full-window
+    selection of this view chooses. Compacting now must remove at least that plus twice the
+    headroom: once because it runs ``headroom`` sooner, once because the next early compaction
+    may run as much before the full window again. Otherwise the early compaction would only add
+    a prefix rewrite, and the call returns the context as it is.
+    """
+    full_head = _head_len(request, preserve_recent(request.usable, None))
+    removed_now = sum(request.sizes[:head_len])
+    removed_later = sum(request.sizes[:full_head])
+    return removed_now >= removed_later + 2 * headroom
+
+
 async def _compact_view(
     request: CompactionRequest, summarizer: Summarizer | None, log: logging.Logger
 ) -> InlineCompaction | None:
     view = request.view
-    budget = preserve_recent(request.usable, None)
-    selection = select(view, request.sizes, budget, request.tail_turns,
-                       user_less_compaction=request.config.user_less_compaction)
-    head_len = stepped_head(view, request.sizes, selection.head_len,
-                            step_tokens(request.usable, request.config.reduce_to))
+    head_len = _head_len(request, _tail_budget(request))
     if head_len == 0 or head_len >= len(view):
         return None  # nothing to summarise, or everything would be (assemble keeps a tail)
+    headroom = request.early_headroom
+    if headroom is not None and not _early_compaction_pays(request, head_len, headroom):
+        return None
     tokens_before = sum(request.sizes[:head_len])
     try:
         produced = await produce_summary(
