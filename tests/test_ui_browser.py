@@ -64,6 +64,7 @@ SWITCHES = {
     "report_prefix": (True, False),
     "summary_reuse": (True, False),
     "summary_placement": ("message", "system_prompt"),
+    "count_calibration": ("usage", "off"),
 }
 # Fractions of the usable budget in (0, 1]; an empty field drops the key (eager_compaction_at: null).
 FRACTION_KEYS = ["reduce_to", "eager_compaction_at"]
