@@ -25,12 +25,12 @@ from typing import Any
 
 import orjson
 
-from context_manager.wire import decode as t
-from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.adapters.tokenizers import TokenizerEstimator, tokenizer_for_encoding
 from context_manager.adapters.tokenizers.cache import TokenCountCache
 from context_manager.adapters.tokenizers.encodings import SPECS
 from context_manager.adapters.tokenizers.estimator import message_pieces
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.wire import decode as t
 
 WORDS = (
     "the context window of a model limits how much history fits so older turns are summarised "

@@ -42,9 +42,8 @@ def unavailable_reason() -> str | None:
 def _start() -> Any:
     global _engine, _worker
     if _engine is None:
-        from tests.engine_harness import FakeRouter, TestEngine, WorkerProcess
-
         from bench.child import SUMMARY_TEXT
+        from tests.engine_harness import FakeRouter, TestEngine, WorkerProcess
 
         # The fake router answers summaries at once, like W3's in-process summariser.
         _engine = TestEngine(router=FakeRouter(summary=SUMMARY_TEXT)).start()

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 import orjson
@@ -21,9 +22,9 @@ import orjson
 from context_manager import api
 from context_manager.api import build_context, call_async
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
-from context_manager.wire.codec import dumps_wire, loads
 from context_manager.engine import protocol
 from context_manager.handlers.context import HandlerContext
+from context_manager.wire.codec import dumps_wire, loads
 
 Summarizer = Callable[[str, str, Any], str]
 

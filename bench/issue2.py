@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 
 from bench import workloads
-from bench.measure import cpu_ms, median
 from bench.child import shifted
 from bench.inproc import call_bytes, call_parsed
+from bench.measure import cpu_ms, median
 
 RUNS = 21
 

@@ -9,8 +9,7 @@ import resource
 import statistics
 import sys
 import time
-from typing import Callable
-
+from collections.abc import Callable
 
 # "wall" (default) is latency; "cpu" is this process's CPU time, which a busy shared machine
 # disturbs far less (time spent descheduled is not counted). Children inherit the choice.

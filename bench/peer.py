@@ -40,7 +40,7 @@ def _text(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(b["text"] for b in blocks if b["type"] == "text")
 
 
-def to_langchain(messages: list[dict[str, Any]]) -> list["BaseMessage"]:
+def to_langchain(messages: list[dict[str, Any]]) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     for m in messages:
         role = m["role"]
@@ -60,10 +60,10 @@ def to_langchain(messages: list[dict[str, Any]]) -> list["BaseMessage"]:
     return out
 
 
-def trim(lc_messages: list["BaseMessage"], max_tokens: int) -> list["BaseMessage"]:
+def trim(lc_messages: list[BaseMessage], max_tokens: int) -> list[BaseMessage]:
     return trim_messages(lc_messages, strategy="last", start_on="human",
                          token_counter=count_tokens_approximately, max_tokens=max_tokens)
 
 
-def count(lc_messages: list["BaseMessage"], tools: list[dict[str, Any]] | None = None) -> int:
+def count(lc_messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> int:
     return count_tokens_approximately(lc_messages, tools=tools)

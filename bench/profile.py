@@ -19,12 +19,11 @@ from typing import Any
 import anyio
 import orjson
 
-from context_manager.core.settings import DEFAULT_CONFIG
-
 from bench import workloads
 from bench.child import instant_summarizer, shifted
 from bench.inproc import call_bytes, make_config
 from bench.measure import clock_ms, median
+from context_manager.core.settings import DEFAULT_CONFIG
 
 SETS = {"W1": workloads.w1, "W2": workloads.w2, "W2-prune": workloads.w2_prune, "W3": workloads.w3,
         "W4": workloads.w4}
@@ -57,8 +56,8 @@ def profile(name: str, runs: int, top: int, sort: str) -> str:
 def phases(name: str, runs: int) -> dict[str, float]:
     """Median milliseconds of each phase of a call, and of the orjson floor pieces."""
     from context_manager.api import build_context, call_async
-    from context_manager.wire.codec import dumps_wire, loads
     from context_manager.handlers import registry
+    from context_manager.wire.codec import dumps_wire, loads
 
     workload = SETS[name]()
     handler_module = {

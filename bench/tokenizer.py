@@ -18,12 +18,12 @@ from typing import Any
 import orjson
 
 from bench import workloads
-from bench.measure import cpu_ms, median
 from bench.child import _history, shifted
 from bench.inproc import call_bytes, make_config
-from context_manager.wire import decode as t
+from bench.measure import cpu_ms, median
 from context_manager.adapters.tokenizers import SHARED_CACHE, tokenizer_for_model
 from context_manager.adapters.tokenizers.estimator import message_pieces
+from context_manager.wire import decode as t
 
 MODEL = "gpt-4o"
 FUNCTION_ID = "context::assemble"

@@ -178,7 +178,7 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     files = _by_file(cases)
     lines: list[str] = []
     add = lines.append
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     add("# Reliability")
     add("")
     add("What was tried against context-manager and what came out. Regenerate this file with")

@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
+from compaction_support import AC, FR, A, C, U, U_inline_result, X, decoded, history
 
 from context_manager import CallError, call
 from context_manager.core.anchor import anchor_length
@@ -14,8 +15,6 @@ from context_manager.core.settings import WorkerConfig
 from context_manager.handlers.assemble import handle
 from context_manager.handlers.context import HandlerContext
 from context_manager.ports import ModelBudget, RouterModel
-
-from compaction_support import AC, FR, A, C, U, U_inline_result, X, decoded, history
 
 MODEL = {"id": "m", "limits": {"context_window": 4000, "max_output_tokens": 1000}}
 

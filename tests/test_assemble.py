@@ -11,16 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shorthand import PNG, A, C, M, R, U, sizes
 
-from context_manager.core.settings import WorkerConfig
 from context_manager.core import assemble as assemble_module
-from context_manager.wire import codec
 from context_manager.core.compaction.inline import InlineCompaction
-from context_manager.wire.errors import DecodeError, HandlerError
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.passes.media import TEXT_ONLY_MARKER
+from context_manager.core.settings import WorkerConfig
 from context_manager.handlers.assemble import handle
 from context_manager.handlers.context import HandlerContext
 from context_manager.ports import ModelBudget, RouterModel
+from context_manager.wire import codec
+from context_manager.wire.errors import DecodeError, HandlerError
 
 E = HEURISTIC
 PRUNE_EAGERLY = WorkerConfig(protect_recent_tokens=0, min_free_tokens=1)

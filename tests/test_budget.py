@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.budget import (
     default_reserved,
     eager_tail_budget,
@@ -12,6 +11,7 @@ from context_manager.core.budget import (
     usable_budget,
 )
 from context_manager.core.resolution import ResolvedModel, fallback_model
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX, saturating_add, saturating_mul, saturating_sub
 
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shorthand import PNG, C, M, R, U, sizes
 
-from context_manager.core.passes.cap import cap_results, capped_text, choose_marker, full_marker
 from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.passes.cap import cap_results, capped_text, choose_marker, full_marker
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import text_of
 

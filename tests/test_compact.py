@@ -7,7 +7,6 @@ import logging
 from dataclasses import replace
 
 import pytest
-
 from compaction_support import (
     A,
     C,
@@ -18,22 +17,25 @@ from compaction_support import (
     decoded,
     history,
 )
-from context_manager.core.settings import DEFAULT_CONFIG
+
 from context_manager.core.compaction import lease
-from context_manager.wire.codec import dumps_wire
-from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.compaction.prompts import build_system_prompt
 from context_manager.core.compaction.summarize import request_tokens
-from context_manager.wire.errors import DecodeError, HandlerError
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.handlers.compact import handle
+from context_manager.handlers.context import HandlerContext
 from context_manager.ports import (
     LeaseRecord,
+    ManualClock,
+    ModelBudget,
+    RouterModel,
     SummarizerEmpty,
     SummarizerFailed,
     SummarizerUnavailable,
 )
-from context_manager.handlers.compact import handle
-from context_manager.handlers.context import HandlerContext
-from context_manager.ports import ManualClock, ModelBudget, RouterModel
+from context_manager.wire.codec import dumps_wire
+from context_manager.wire.errors import DecodeError, HandlerError
 
 SUMMARY = "## Goal\n- finish the migration"
 EXAMPLE_2 = history(U(X(9000)), A("r1"), U("q2"), A("r2"), U("q3"), A("r3"))

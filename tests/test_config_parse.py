@@ -5,7 +5,6 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import (
     ESTIMATORS,
     OVERFLOW_FALLBACKS,
@@ -15,6 +14,7 @@ from context_manager.config.parse import (
     parse_config_value,
 )
 from context_manager.config.schema import config_schema
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.wire.codec import loads
 
 U64_MAX = (1 << 64) - 1

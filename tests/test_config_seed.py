@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.parse import ConfigError
 from context_manager.config.seed import expand_env, load_seed, load_seed_file, parse_seed_text, read_seed_file
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 
 ENV = {"CTX": "/tmp/l", "EMPTY": "", "A": "1"}
 

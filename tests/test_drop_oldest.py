@@ -1,10 +1,10 @@
 """`overflow_fallback: drop_oldest`: units, pairing, what is kept, and assemble's report."""
 
 import pytest
+from helpers import assistant, result, user
 
 from context_manager import CallError, call
 from context_manager.core.passes.drop_oldest import drop_oldest, units
-from helpers import assistant, result, user
 
 
 def call_round(call_id: str, text: str = "x", ts: int = 2):

@@ -7,9 +7,9 @@ import hashlib
 
 from shorthand import PNG, C, M, R, sizes
 
-from context_manager.wire import codec
-from context_manager.core.passes.emergency import emergency_reduce, preview
 from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.passes.emergency import emergency_reduce, preview
+from context_manager.wire import codec
 
 E = HEURISTIC
 HINT = "The original result remains in the session transcript; retrieve it by function_call_id."

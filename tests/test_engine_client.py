@@ -12,7 +12,6 @@ import anyio
 import pytest
 from engine_harness import CallFailed, TestEngine
 
-from context_manager.wire.errors import HandlerError
 from context_manager.engine.client import (
     Backoff,
     EngineClient,
@@ -20,6 +19,7 @@ from context_manager.engine.client import (
     RemoteError,
     worker_metadata,
 )
+from context_manager.wire.errors import HandlerError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from context_manager.wire.codec import Fragment
 from context_manager.engine import protocol
+from context_manager.wire.codec import Fragment
 
 
 def test_frames_leave_optional_fields_out() -> None:

@@ -4,8 +4,8 @@ import hashlib
 
 import pytest
 
-from context_manager.wire.codec import dumps, loads
 from context_manager.core.counting.estimate import HEURISTIC, message_view_bytes
+from context_manager.wire.codec import dumps, loads
 from context_manager.wire.decode import decode_function, decode_message
 
 E = HEURISTIC

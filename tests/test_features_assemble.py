@@ -7,9 +7,9 @@ from pytest_bdd import given, parsers, scenarios, then, when
 from context_manager import CallError
 from context_manager.api import call_async
 from context_manager.config.parse import parse_config_value
-from context_manager.wire.codec import dumps_wire
 from context_manager.handlers.context import HandlerContext
 from context_manager.ports import ModelBudget, RouterModel
+from context_manager.wire.codec import dumps_wire
 
 scenarios("assemble.feature")
 

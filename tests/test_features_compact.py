@@ -6,19 +6,25 @@ import asyncio
 import json
 
 import pytest
+from compaction_support import A, FakeSummarizer, MemoryLeaseStore, U, X, history
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from compaction_support import A, FakeSummarizer, MemoryLeaseStore, U, X, history
-from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.core.compaction import lease
-from context_manager.wire.codec import dumps_wire
-from context_manager.wire.errors import ContextManagerError
-from context_manager.ports import LeaseRecord, SummarizerFailed, SummarizerUnavailable
-from context_manager.wire.decode import decode_messages
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers import compact as compact_handler
 from context_manager.handlers.context import HandlerContext
-from context_manager.ports import ManualClock, ModelBudget, RouterModel
+from context_manager.ports import (
+    LeaseRecord,
+    ManualClock,
+    ModelBudget,
+    RouterModel,
+    SummarizerFailed,
+    SummarizerUnavailable,
+)
+from context_manager.wire.codec import dumps_wire
+from context_manager.wire.decode import decode_messages
+from context_manager.wire.errors import ContextManagerError
 
 scenarios("compact.feature")
 

@@ -13,13 +13,12 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from context_manager import CallError
-from context_manager.ports import InvokeError
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.api import call_async
 from context_manager.config.parse import parse_config_value
 from context_manager.handlers.context import HandlerContext
-from context_manager.ports import ManualClock
+from context_manager.ports import InvokeError, ManualClock
 
 scenarios("model_and_budget.feature")
 

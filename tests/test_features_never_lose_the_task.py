@@ -8,9 +8,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from compaction_support import FR, FakeSummarizer, U, X, history
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from compaction_support import FR, FakeSummarizer, U, X, history
 from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext

@@ -8,15 +8,15 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from compaction_support import AC, FR, A, FakeSummarizer, MemoryLeaseStore, U, X, history
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from compaction_support import AC, FR, A, FakeSummarizer, MemoryLeaseStore, U, X, history
 from context_manager.core.settings import DEFAULT_CONFIG
-from context_manager.wire.codec import dumps_wire
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers import compact as compact_handler
 from context_manager.handlers.context import HandlerContext
 from context_manager.ports import ManualClock
+from context_manager.wire.codec import dumps_wire
 
 scenarios("sessions_never_die.feature")
 

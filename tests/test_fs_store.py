@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+
 import pytest
 
-from context_manager.config.paths import resolve_lease_dir
-from context_manager.core.compaction import lease
-from context_manager.ports import LeaseRecord, LeaseStoreError
 from context_manager.adapters.fs_lease_store import (
     FsLeaseStore,
     LeaseDirError,
     encode_component,
     parse_record,
 )
-from context_manager.ports import ManualClock
+from context_manager.config.paths import resolve_lease_dir
+from context_manager.core.compaction import lease
+from context_manager.ports import LeaseRecord, LeaseStoreError, ManualClock
 
 SCOPE = lease.SCOPE
 DEFAULT_KEY = "60835e3a96b7c5d6ef2c3ffe8b162fd9549eaab3936718d32ef5e03edf3ac0d1"

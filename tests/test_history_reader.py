@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
+from context_manager.engine.history_reader import HistoryReader, array_start
 from context_manager.wire.codec import loads
 from context_manager.wire.errors import DecodeError
-from context_manager.engine.history_reader import HistoryReader, array_start
 
 PATH = ("data", "messages")
 
@@ -119,7 +119,7 @@ def test_an_edited_older_message_is_not_taken_from_the_known_history():
 def test_pretty_printed_histories_are_parsed_plainly_and_never_kept():
     r = reader()
     history = [message(i) for i in range(4)]
-    for i in range(3):
+    for _ in range(3):
         data = json.dumps({"type": "invokefunction", "data": {"messages": history}}, indent=2).encode()
         assert same(r.loads(data), loads(data))
     assert len(r) == 0 and r.spliced == 0
@@ -128,7 +128,7 @@ def test_pretty_printed_histories_are_parsed_plainly_and_never_kept():
 def test_a_history_with_differently_escaped_text_is_not_kept():
     r = reader()
     history = [message(i, "café") for i in range(4)]
-    for i in range(3):
+    for _ in range(3):
         data = json.dumps({"data": {"messages": history}}, separators=(",", ":")).encode()  # \u00e9
         assert same(r.loads(data), loads(data))
     assert len(r) == 0

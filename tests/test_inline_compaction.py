@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-
 from compaction_support import (
     AC,
     FR,
@@ -20,17 +19,17 @@ from compaction_support import (
     decoded,
     history,
 )
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+
+from context_manager.adapters.fs_lease_store import FsLeaseStore
 from context_manager.core.compaction import lease
-from context_manager.wire.errors import HandlerError
-from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.compaction.inline import InlineCompaction, try_compact
-from context_manager.ports import LeaseRecord, SummarizerFailed
-from context_manager.wire.decode import ModelInput, ModelLimits, decode_messages
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.handlers.assemble import handle
 from context_manager.handlers.context import HandlerContext
-from context_manager.adapters.fs_lease_store import FsLeaseStore
-from context_manager.ports import ManualClock
+from context_manager.ports import LeaseRecord, ManualClock, SummarizerFailed
+from context_manager.wire.decode import ModelInput, ModelLimits, decode_messages
+from context_manager.wire.errors import HandlerError
 
 SMALL = {"id": "small", "limits": {"context_window": 5000, "max_output_tokens": 500}}
 GOAL = "## Goal\n- ship the feature"

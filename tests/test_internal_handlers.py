@@ -8,7 +8,6 @@ import logging
 import pytest
 
 from context_manager.adapters.model_cache import CachingModelResolver
-from context_manager.wire.errors import DecodeError
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.internal import (
     handle_on_config_change,
@@ -16,6 +15,7 @@ from context_manager.handlers.internal import (
     handle_ui_content,
 )
 from context_manager.ports import ManualClock, ModelBudget, RouterModel
+from context_manager.wire.errors import DecodeError
 
 KNOWN = ModelBudget(RouterModel(id="m", context_window=1000, max_output_tokens=100), 100)
 

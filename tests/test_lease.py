@@ -8,13 +8,12 @@ import os
 import re
 
 import pytest
-
 from compaction_support import A, MemoryLeaseStore, U, X, decoded
-from context_manager.core.compaction import lease
-from context_manager.wire.codec import dumps
+
 from context_manager.adapters.fs_lease_store import FsLeaseStore
-from context_manager.ports import ClaimingLeaseStore, LeaseRecord
-from context_manager.ports import ManualClock
+from context_manager.core.compaction import lease
+from context_manager.ports import ClaimingLeaseStore, LeaseRecord, ManualClock
+from context_manager.wire.codec import dumps
 
 KEY = "K"
 TTL = 300_000

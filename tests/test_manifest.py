@@ -11,9 +11,9 @@ from pathlib import Path
 import yaml
 
 from context_manager import __version__
-from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.config.parse import parse_config_value
 from context_manager.config.seed import read_seed_file
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.manifest import manifest, manifest_json, render_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,14 +9,14 @@ import orjson
 import pytest
 
 from context_manager import api
-from context_manager.wire import decode as t
-from context_manager.wire.codec import dumps, dumps_wire
-from context_manager.wire.errors import CallError, DecodeError
 from context_manager.core.intake import Intake
 from context_manager.core.memo import MessageMemo, remembered
 from context_manager.core.reuse import decoding_policy
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
+from context_manager.wire import decode as t
+from context_manager.wire.codec import dumps, dumps_wire
+from context_manager.wire.errors import CallError, DecodeError
 
 USER = {"role": "user", "content": [{"type": "text", "text": "hello there"}], "timestamp": 1}
 ASSISTANT = {

@@ -7,9 +7,6 @@ from typing import Any
 import orjson
 import pytest
 
-from context_manager.wire import decode as t
-from context_manager.wire.codec import dumps_wire
-from context_manager.wire.errors import DecodeError
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.counting.raw_estimate import (
     ARGUMENTS_NULL,
@@ -21,6 +18,9 @@ from context_manager.core.counting.raw_estimate import (
 from context_manager.core.reuse import NO_REUSE
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.count_tokens import count_tokens
+from context_manager.wire import decode as t
+from context_manager.wire.codec import dumps_wire
+from context_manager.wire.errors import DecodeError
 
 IMAGE = {"type": "image", "mime": "image/png", "data": "aGVsbG8=\\/" * 40}
 COUNTED = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from compaction_support import U, decoded
+
 from context_manager.core.compaction import prompts as p
 from context_manager.core.compaction.summarize import request_tokens
 from context_manager.core.counting.estimate import HEURISTIC

@@ -9,14 +9,14 @@ import anyio
 import pytest
 from shorthand import C, M, R, U, sizes
 
-from context_manager.core.settings import WorkerConfig
-from context_manager.wire import codec
-from context_manager.core.passes.cap import cap_results
-from context_manager.wire.errors import DecodeError, HandlerError
 from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.passes.cap import cap_results
 from context_manager.core.passes.prune import PruneParams, is_canonical_placeholder, placeholder, prune
+from context_manager.core.settings import WorkerConfig
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.prune import handle
+from context_manager.wire import codec
+from context_manager.wire.errors import DecodeError, HandlerError
 
 E = HEURISTIC
 P0 = PruneParams(protect_recent_tokens=100, decay_user_turns=0, protected_user_turns=2,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from helpers import assistant, user
 
 from bench.replay.__main__ import economy_rows, main
 from bench.replay.economy import Bill, cached_prefix_tokens
 from bench.replay.replay import MODES_BY_NAME, ReplayStats, replay, shipped_sessions
 from context_manager.core.counting.estimate import HEURISTIC
-from helpers import assistant, user
 
 
 def test_the_cached_prefix_is_the_prompt_and_the_leading_equal_messages():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from compaction_support import FR, U, decoded
+
 from bench.replay.probes import Probes, head_probes
 from context_manager.core.compaction.retention_check import must_keep, normalize
-
-from compaction_support import FR, U, decoded
 
 
 def call_with(call_id: str, arguments: Any) -> dict[str, Any]:

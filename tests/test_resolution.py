@@ -7,12 +7,12 @@ import logging
 
 import pytest
 
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.core.budget import default_reserved, usable_budget
-from context_manager.wire.errors import HandlerError
 from context_manager.core.resolution import ResolvedModel, resolve_model
-from context_manager.wire.decode import ModelInput, ModelLimits, decode_model_input
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.ports import ModelBudget, ResolverError, RouterModel
+from context_manager.wire.decode import ModelInput, ModelLimits, decode_model_input
+from context_manager.wire.errors import HandlerError
 
 LOG = logging.getLogger("test.resolution")
 NO_FALLBACK = WorkerConfig(allow_fallback_limits=False)

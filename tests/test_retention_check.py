@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from compaction_support import FR, A, U, X, decoded, history
+
 from context_manager import call
 from context_manager.core.compaction.retention_check import (
-    RETAINED_HEADING,
     CARRIED,
+    RETAINED_HEADING,
     Item,
     bullet,
     check_summary,
@@ -18,8 +20,6 @@ from context_manager.core.compaction.retention_check import (
     retained_in,
 )
 from context_manager.core.counting.estimate import HEURISTIC
-
-from compaction_support import FR, A, U, X, decoded, history
 
 
 def AC_args(call_id: str, function_id: str, arguments: Any) -> dict[str, Any]:

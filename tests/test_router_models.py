@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from context_manager.ports import InvokeError
 from context_manager.adapters.invoke import is_unroutable
 from context_manager.adapters.router_models import (
     BUDGET_FUNCTION,
@@ -15,8 +14,8 @@ from context_manager.adapters.router_models import (
     RouterModelResolver,
     decode_router_model,
 )
+from context_manager.ports import InvokeError, ModelBudget, ResolverError, RouterModel
 from context_manager.wire.errors import DecodeError
-from context_manager.ports import ModelBudget, ResolverError, RouterModel
 
 RECORD = {
     "id": "gpt-5",

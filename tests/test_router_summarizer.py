@@ -12,15 +12,15 @@ import pytest
 from engine_harness import FakeRouter, TestEngine, assistant, stream_for
 from engine_harness.fake_router import RouterCallError
 
-from context_manager.ports import InvokeError
 from context_manager.adapters.router_summarizer import RouterSummarizer, binary_lines, fold_frames
+from context_manager.engine.client import Backoff, EngineClient, invoke_callable, worker_metadata
 from context_manager.ports import (
-    SummarizeRequest,
+    InvokeError,
     SummarizerEmpty,
+    SummarizeRequest,
     SummarizerFailed,
     SummarizerUnavailable,
 )
-from context_manager.engine.client import Backoff, EngineClient, invoke_callable, worker_metadata
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ from context_manager.core.counting.raw_estimate import heuristic_tokens
 from context_manager.wire import decode, schema
 from context_manager.wire.codec import dumps
 from context_manager.wire.errors import DecodeError
-from context_manager.wire.schema import Presence, defaulted, nullable, omitted, required
+from context_manager.wire.schema import defaulted, nullable, omitted, required
 
 
 def fields_of(spec: Any) -> list[tuple[str, bool, Any, bool]]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 from compaction_support import AC, FR, A, C, U, U_inline_result, X, decoded
+
 from context_manager.core.budget import preserve_recent
-from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.compaction.selection import Selection, is_safe_cut, select, turns
+from context_manager.core.counting.estimate import HEURISTIC
 
 
 def sizes_of(messages):

@@ -5,12 +5,12 @@ already at the boundary (its cut no longer fits the grown history)."""
 import random
 
 import pytest
+from helpers import assistant, result, user
 
-from context_manager.core.compaction.selection import select, stepped_head
 from context_manager.core.budget import preserve_recent
+from context_manager.core.compaction.selection import select, stepped_head
 from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.steps import step_tokens
-from helpers import assistant, result, user
 
 pytestmark = pytest.mark.slow
 

@@ -6,18 +6,9 @@ import asyncio
 from dataclasses import replace
 
 import pytest
-
 from compaction_support import A, FakeSummarizer, U, X, decoded
-from context_manager.core.settings import DEFAULT_CONFIG
+
 from context_manager.core.compaction import prompts as p
-from context_manager.core.counting.estimate import HEURISTIC
-from context_manager.wire.decode import ModelInput
-from context_manager.ports import (
-    SummarizeError,
-    SummarizerEmpty,
-    SummarizerFailed,
-    SummarizerUnavailable,
-)
 from context_manager.core.compaction.summarize import (
     MAX_CHUNKS,
     fitting_prefix,
@@ -26,6 +17,15 @@ from context_manager.core.compaction.summarize import (
     request_tokens,
     summarize_head,
 )
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.ports import (
+    SummarizeError,
+    SummarizerEmpty,
+    SummarizerFailed,
+    SummarizerUnavailable,
+)
+from context_manager.wire.decode import ModelInput
 
 MODEL = ModelInput("small", "test")
 

@@ -2,9 +2,9 @@
 
 import threading
 
-from context_manager.wire import decode as t
 from context_manager.adapters.tokenizers import SHARED_CACHE, TokenizerEstimator, tokenizer_for_encoding
 from context_manager.adapters.tokenizers.cache import DIGEST_SIZE, ENTRY_OVERHEAD_BYTES, TokenCountCache, content_key
+from context_manager.wire import decode as t
 
 ENTRY = 1 + DIGEST_SIZE + ENTRY_OVERHEAD_BYTES  # cost of an entry with a 1-byte namespace
 

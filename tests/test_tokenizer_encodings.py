@@ -8,11 +8,11 @@ import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
-from context_manager.core.settings import WorkerConfig
-from context_manager.core.counting.estimate import HEURISTIC, estimator_for_model
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.adapters.tokenizers import encodings, forget_estimators, tokenizer_for_encoding
 from context_manager.adapters.tokenizers.encodings import SPECS, EncodingUnavailable, read_ranks
+from context_manager.core.counting.estimate import HEURISTIC, estimator_for_model
+from context_manager.core.settings import WorkerConfig
 
 pytestmark = pytest.mark.slow  # loads and damages whole vocabulary files
 

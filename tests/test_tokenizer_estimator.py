@@ -5,13 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_manager.wire import decode as t
-from context_manager.wire.codec import dumps
-from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET
 from context_manager.adapters.tokenizers import FRAMING_TOKENS_PER_MESSAGE, TokenizerEstimator, tokenizer_for_encoding
 from context_manager.adapters.tokenizers import estimator as estimator_module
 from context_manager.adapters.tokenizers.cache import TokenCountCache
 from context_manager.adapters.tokenizers.estimator import message_pieces
+from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET
+from context_manager.wire import decode as t
+from context_manager.wire.codec import dumps
 
 
 @pytest.fixture(scope="module", params=["o200k_base", "cl100k_base"])

@@ -3,10 +3,10 @@
 import pytest
 
 from context_manager import call
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
-from context_manager.core.counting.estimate import HEURISTIC, estimator_for_model
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.adapters.tokenizers import encoding_name_for_model
+from context_manager.core.counting.estimate import HEURISTIC, estimator_for_model
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 
 AUTO = WorkerConfig(estimator="auto")
 

@@ -25,8 +25,8 @@ from context_manager.ports import (
     ModelBudget,
     ResolverError,
     RouterModel,
-    SummarizeRequest,
     SummarizerEmpty,
+    SummarizeRequest,
 )
 
 

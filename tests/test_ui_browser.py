@@ -32,9 +32,8 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from context_manager.config.parse import parse_config_value
+from context_manager.config.parse import ConfigError, parse_config_value
 from context_manager.config.retention import PolicyError, parse_retention
-from context_manager.config.parse import ConfigError
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 
 pytestmark = pytest.mark.slow

@@ -7,11 +7,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-
 from compaction_support import AC, FR, A, C, FakeSummarizer, MemoryLeaseStore, U, X, decoded, history
-from context_manager.core.settings import DEFAULT_CONFIG
-from context_manager.core.counting.estimate import HEURISTIC
+
 from context_manager.core.compaction.selection import Selection, rounds, select
+from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers import compact as compact_handler
 from context_manager.handlers.context import HandlerContext

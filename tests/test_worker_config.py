@@ -13,10 +13,10 @@ import anyio
 import pytest
 from engine_harness import CallFailed, TestEngine
 
-from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.adapters.configuration import ConfigCallError, ConfigurationSource
 from context_manager.config.parse import defaults_object
 from context_manager.config.schema import config_schema
-from context_manager.adapters.configuration import ConfigCallError, ConfigurationSource
+from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.engine.client import Backoff, EngineClient, RemoteError, worker_metadata
 from context_manager.handlers.registry import FUNCTIONS
 from context_manager.worker import BootError, Worker, config_id

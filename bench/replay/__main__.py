@@ -14,8 +14,16 @@ from pathlib import Path
 
 from bench.replay.economy import ANTHROPIC_WRITE, CACHED_READ, Bill
 from bench.replay.replay import (
-    BUDGETS, DEFAULT_BUDGETS, ECONOMY_MODES, MAX_OUTPUT_TOKENS, MODES, MODES_BY_NAME, ReplayStats,
-    Session, replay, shipped_sessions,
+    BUDGETS,
+    DEFAULT_BUDGETS,
+    ECONOMY_MODES,
+    MAX_OUTPUT_TOKENS,
+    MODES,
+    MODES_BY_NAME,
+    ReplayStats,
+    Session,
+    replay,
+    shipped_sessions,
 )
 
 COLUMNS = ("session", "rounds", "budget", "mode", "calls", "input tokens", "cache busts",

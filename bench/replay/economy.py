@@ -15,8 +15,9 @@ each head is new). Counts are the heuristic's (bytes / 4), as the worker's defau
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from context_manager.core.counting.estimate import HEURISTIC
 

@@ -9,11 +9,12 @@ context holds the first user message's text verbatim.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from context_manager.core.compaction.retention_check import argument_strings, head_texts, normalize
 from context_manager.core.compaction.prompts import trim
+from context_manager.core.compaction.retention_check import argument_strings, head_texts, normalize
 from context_manager.wire.codec import canonical_free_form, dumps
 
 OPENING_CHARS = 100
@@ -26,7 +27,7 @@ class Probes:
     paths_found: int = 0
     paths: int = 0
 
-    def add(self, other: "Probes") -> None:
+    def add(self, other: Probes) -> None:
         self.users_found += other.users_found
         self.users += other.users
         self.paths_found += other.paths_found

@@ -33,9 +33,9 @@ from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
 from context_manager.core.anchor import anchor_length
 from context_manager.core.compaction.prompts import render_system_prompt
-from context_manager.wire.errors import OVERFLOW, HandlerError
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
+from context_manager.wire.errors import OVERFLOW, HandlerError
 
 SESSIONS_DIR = Path(__file__).resolve().parent / "sessions"
 MAX_OUTPUT_TOKENS = 4000

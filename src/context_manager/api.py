@@ -13,9 +13,9 @@ from context_manager.adapters.callable_summarizer import SyncSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
-from context_manager.wire.errors import INVOCATION_FAILED, CallError, ContextManagerError, error_envelope
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
+from context_manager.wire.errors import INVOCATION_FAILED, CallError, ContextManagerError, error_envelope
 from context_manager.wire.plain import plain_answer, watching_fragments
 
 log = logging.getLogger("context_manager")
@@ -46,8 +46,8 @@ def build_context(config: WorkerConfig, summarizer: SyncSummarizer | None) -> Ha
 
         ctx.summarizer = CallableSummarizer(summarizer)
     if ctx.summarizer is not None:
-        from context_manager.config.paths import resolve_lease_dir
         from context_manager.adapters.fs_lease_store import FsLeaseStore
+        from context_manager.config.paths import resolve_lease_dir
 
         # No directory is created until a lease is actually taken.
         ctx.lease_store = FsLeaseStore(resolve_lease_dir(config.lease_dir), create=False)

@@ -7,7 +7,8 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 
@@ -59,9 +60,9 @@ def run_call(argv: Sequence[str]) -> int:
 
     from context_manager.api import UnknownFunction, build_context, run_handler
     from context_manager.core.settings import DEFAULT_CONFIG
+    from context_manager.handlers.registry import FUNCTIONS
     from context_manager.wire.codec import dumps_wire, loads
     from context_manager.wire.errors import CallError, ContextManagerError, error_envelope
-    from context_manager.handlers.registry import FUNCTIONS
 
     if args.function_id not in FUNCTIONS:
         return _usage_error(f"unknown function id {args.function_id!r}; known: {', '.join(FUNCTIONS)}")
@@ -106,7 +107,7 @@ def _fail(code: str, message: str) -> int:
 def run_worker_command(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="context-manager",
                                      description="context-manager worker for the iii engine.")
-    parser.add_argument("--url", help="engine WebSocket URL (default: $III_URL or %s)" % DEFAULT_URL)
+    parser.add_argument("--url", help=f"engine WebSocket URL (default: $III_URL or {DEFAULT_URL})")
     parser.add_argument("--config", help="seed configuration file (YAML), used only when no value is stored")
     parser.add_argument("--manifest", action="store_true", help="print the worker manifest JSON and exit")
     try:

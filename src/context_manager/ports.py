@@ -8,9 +8,10 @@ adapter, only these protocols and the small value types they carry.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
-from typing import Any, Awaitable, Callable, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from context_manager.wire.trace import TraceContext
 

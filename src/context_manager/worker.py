@@ -20,6 +20,8 @@ import anyio
 
 from context_manager._version import __version__
 from context_manager.adapters.configuration import ConfigurationSource
+from context_manager.adapters.fs_lease_store import FsLeaseStore, LeaseDirError
+from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.otel_telemetry import telemetry_from_environment
 from context_manager.adapters.router_counter import RouterTokenCounter
@@ -27,22 +29,20 @@ from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.adapters.traced import TracedLeaseStore, TracedModelResolver, TracedSummarizer
-from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.config.paths import resolve_lease_dir
 from context_manager.config.seed import load_seed
-from context_manager.engine.history_reader import HistoryReader
+from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.engine.client import (
     EngineClient,
     RegistrationRejected,
     invoke_callable,
     worker_metadata,
 )
+from context_manager.engine.history_reader import HistoryReader
 from context_manager.handlers.context import HandlerContext
-from context_manager.handlers.registry import FUNCTIONS
-from context_manager.adapters.fs_lease_store import FsLeaseStore, LeaseDirError
-from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.handlers.observe import observe
+from context_manager.handlers.registry import FUNCTIONS
 from context_manager.ports import NO_TELEMETRY, SystemClock, Telemetry
 from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
 

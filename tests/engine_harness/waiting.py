@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def eventually(check: Callable[[], Any], timeout: float = 5.0) -> Any:

@@ -11,11 +11,10 @@ Cases are generated lazily: the 50 MB ones exist only while they are being sent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-
-import json
 
 PUBLIC = ("context::count-tokens", "context::prune", "context::assemble", "context::compact")
 INTERNAL = ("context::on-models-changed", "context::on-config-change", "context-manager::ui-content")

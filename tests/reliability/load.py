@@ -22,8 +22,8 @@ import anyio
 import orjson
 
 from context_manager import call
-from context_manager.wire.codec import dumps_wire
 from context_manager.engine.client import EngineClient, RemoteError, worker_metadata
+from context_manager.wire.codec import dumps_wire
 
 from .engine_support import rss_kib, worker_on_engine
 

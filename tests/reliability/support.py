@@ -7,16 +7,17 @@ import asyncio
 import errno
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.api import call_async
 from context_manager.config.parse import parse_config_value
-from context_manager.ports import LeaseRecord, LeaseStoreError, SummarizeRequest
 from context_manager.handlers.context import HandlerContext
-from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
+from context_manager.ports import LeaseRecord, LeaseStoreError, SummarizeRequest
 
 
 def context(config: dict[str, Any] | None = None, **ports: Any) -> HandlerContext:

@@ -15,15 +15,15 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from context_manager.core.compaction.lease import default_lease_key
+from context_manager.core.counting.raw_estimate import heuristic_tokens
+from context_manager.core.memo import MessageMemo
+from context_manager.core.passes.emergency import inline_reference, message_reference
+from context_manager.ports import LeaseRecord, SummarizeRequest
 from context_manager.wire.canonical import canonical_block, canonical_message
 from context_manager.wire.codec import dumps, dumps_wire, loads
-from context_manager.core.passes.emergency import inline_reference, message_reference
-from context_manager.wire.errors import CallError
-from context_manager.core.compaction.lease import default_lease_key
-from context_manager.core.memo import MessageMemo
-from context_manager.ports import LeaseRecord, SummarizeRequest
-from context_manager.core.counting.raw_estimate import heuristic_tokens
 from context_manager.wire.decode import decode_message
+from context_manager.wire.errors import CallError
 
 from .strategies import RELIABILITY, assemble_options, configs, histories, models, sessions, short_text
 from .support import FakeSummarizer, MemoryLeaseStore, context, run

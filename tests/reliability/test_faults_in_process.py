@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from context_manager import call
-from context_manager.ports import LeaseRecord, SummarizerFailed
 from context_manager.core.compaction.lease import SCOPE
+from context_manager.ports import LeaseRecord, SummarizerFailed
 
 from .faults import assemble_request, lease_records
 from .support import (

@@ -16,13 +16,13 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
+from context_manager.core.memo import MessageMemo
+from context_manager.engine.history_reader import HistoryReader
+from context_manager.handlers.context import HandlerContext
 from context_manager.wire.codec import dumps_wire, loads
 from context_manager.wire.errors import CallError, DecodeError
-from context_manager.engine.history_reader import HistoryReader
-from context_manager.core.memo import MessageMemo
-from context_manager.handlers.context import HandlerContext
-from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 
 from .strategies import assemble_options, configs, histories, models, twinned
 from .support import run

@@ -15,12 +15,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
-from context_manager.wire.codec import dumps_wire
-from context_manager.wire.errors import CallError
 from context_manager.core.memo import MessageMemo
 from context_manager.handlers.context import HandlerContext
-from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
+from context_manager.wire.codec import dumps_wire
+from context_manager.wire.errors import CallError
 
 from .strategies import assemble_options, configs, histories, models, system_prompts, tools, twinned
 from .support import run

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from context_manager.wire.codec import Fragment, dumps, loads
-from context_manager.wire.errors import CallError
 from context_manager.core.passes.prune import placeholder
+from context_manager.wire.codec import Fragment, dumps, loads
 from context_manager.wire.decode import decode_messages
+from context_manager.wire.errors import CallError
 
 from .strategies import (
     RELIABILITY,
@@ -37,8 +37,8 @@ from .support import (
     breakdown_total,
     call_ids,
     context,
-    result_ids,
     record,
+    result_ids,
     run,
     timestamps,
 )

@@ -8,7 +8,8 @@ whitespace-only reply as an empty one (the pipeline decides that).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import anyio.to_thread
 

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.wire.errors import DecodeError
-from context_manager.wire.decode import THINKING_LEVELS, FieldSpec, boolean, decode_struct, enum_value, invalid_type, string, u64
-from context_manager.ports import ModelBudget, ResolverError, RouterModel
-from context_manager.ports import Invoke, InvokeError
 from context_manager.adapters.invoke import is_unroutable
+from context_manager.ports import Invoke, InvokeError, ModelBudget, ResolverError, RouterModel
+from context_manager.wire.decode import (
+    THINKING_LEVELS,
+    FieldSpec,
+    boolean,
+    decode_struct,
+    enum_value,
+    invalid_type,
+    string,
+    u64,
+)
+from context_manager.wire.errors import DecodeError
 
 BUDGET_FUNCTION = "router::models::budget"
 GET_FUNCTION = "router::models::get"

@@ -16,16 +16,17 @@ from typing import Any
 
 import anyio
 
-from context_manager.ports import Invoke, InvokeError
 from context_manager.adapters.invoke import is_unroutable
+from context_manager.engine.channels import ChannelReader, ChannelRef, channel_url
+from context_manager.engine.protocol import CHANNELS_CREATE
 from context_manager.ports import (
-    SummarizeRequest,
+    Invoke,
+    InvokeError,
     SummarizerEmpty,
+    SummarizeRequest,
     SummarizerFailed,
     SummarizerUnavailable,
 )
-from context_manager.engine.channels import ChannelReader, ChannelRef, channel_url
-from context_manager.engine.protocol import CHANNELS_CREATE
 
 CHAT_FUNCTION = "router::chat"
 READER_DRAIN_MS = 2000

@@ -11,19 +11,19 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 
+from context_manager.core.compaction.lease import is_active
 from context_manager.ports import (
     ClaimingLeaseStore,
     LeaseRecord,
     ModelBudget,
     ModelResolver,
     ResolverError,
+    Span,
     SummarizeError,
     Summarizer,
     SummarizeRequest,
-    Span,
     Telemetry,
 )
-from context_manager.core.compaction.lease import is_active
 
 SUMMARIZER_DURATION = "context_manager.summarizer.duration"
 SUMMARIZER_FAILURES = "context_manager.summarizer.failures"

@@ -8,11 +8,10 @@ only the prefix is stable (``json parse`` for fetched values, ``yaml parse`` for
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import fields
-from typing import Any, Callable, Iterable, get_args
+from typing import Any, get_args
 
-from context_manager.wire import decode as t
-from context_manager.wire.errors import DecodeError
 from context_manager.config.retention import parse_retention
 from context_manager.core.settings import (
     DEFAULT_CONFIG,
@@ -24,7 +23,8 @@ from context_manager.core.settings import (
     SummaryPlacement,
     WorkerConfig,
 )
-
+from context_manager.wire import decode as t
+from context_manager.wire.errors import DecodeError
 
 OVERFLOW_FALLBACKS: tuple[str, ...] = get_args(OverflowFallback)
 ESTIMATORS: tuple[str, ...] = get_args(EstimatorName)

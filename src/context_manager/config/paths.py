@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 
 def _non_empty(environ: Mapping[str, str], name: str) -> str | None:

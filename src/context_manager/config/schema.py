@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.config.parse import (
     COUNT_CALIBRATIONS,
     ESTIMATORS,
@@ -19,6 +18,7 @@ from context_manager.config.parse import (
     SUMMARY_PLACEMENTS,
     defaults_object,
 )
+from context_manager.core.settings import DEFAULT_CONFIG
 
 TITLE = "WorkerConfig"
 DESCRIPTION = (

@@ -13,14 +13,15 @@ import logging
 import math
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode
 
+from context_manager.config.parse import STRING_KEYS, ConfigError, parse_config_items
 from context_manager.core.settings import WorkerConfig
 from context_manager.wire.decode import unexpected
-from context_manager.config.parse import STRING_KEYS, ConfigError, parse_config_items
 
 PREFIX = "yaml parse"
 

@@ -9,7 +9,8 @@ its result at the anchor's edge.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 Message = dict[str, Any]
 

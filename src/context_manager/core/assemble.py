@@ -41,8 +41,9 @@ Compaction hand-over
 --------------------
 ``compaction_step`` hands a ``core.compaction.inline.CompactionRequest`` to ``try_compact``,
 whose ``InlineCompaction`` (or ``None``: no summariser and no extractive fallback, busy
-lease, nothing to summarise, summariser failure without the fallback) comes back; both types document the contract. Without an outcome the call
-falls through to emergency reduction. With one, assemble reports ``compacted``, ``summary``,
+lease, nothing to summarise, summariser failure without the fallback) comes back; both types
+document the contract. Without an outcome the call falls through to emergency reduction.
+With one, assemble reports ``compacted``, ``summary``,
 ``tail_start_index = view_to_orig[tail_start_view]``, ``tokens_before`` and
 ``summarized_head_tokens``.
 """
@@ -50,19 +51,15 @@ falls through to emergency reduction. With one, assemble reports ``compacted``, 
 from __future__ import annotations
 
 import logging
-from math import floor
 from dataclasses import dataclass, field
+from math import floor
 from typing import Any, Protocol
 
-from context_manager.core.settings import WorkerConfig
 from context_manager.core.anchor import anchor_length
-from context_manager.core.explain import Explanation
-from context_manager.wire import errors
 from context_manager.core.budget import default_reserved, usable_budget
-from context_manager.core.passes.cap import cap_results
-from context_manager.core.passes.drop_oldest import drop_oldest
-from context_manager.core.passes.emergency import emergency_reduce
-from context_manager.core.passes.steps import step_tokens, stepped_amount
+from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
+from context_manager.core.compaction.prompts import render_system_prompt, summary_message
+from context_manager.core.compaction.recall import recall, remember, with_round_trip
 from context_manager.core.counting.calibration import (
     Calibration,
     InputDigests,
@@ -70,19 +67,23 @@ from context_manager.core.counting.calibration import (
     choose_calibration,
 )
 from context_manager.core.counting.estimate import by_role, estimator_for_call, message_sizes, tools_tokens
+from context_manager.core.explain import Explanation
+from context_manager.core.passes.cap import cap_results
+from context_manager.core.passes.drop_oldest import drop_oldest
+from context_manager.core.passes.emergency import emergency_reduce
 from context_manager.core.passes.media import Capability, normalize_media
-from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
-from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.passes.retention import apply_retention
+from context_manager.core.passes.steps import step_tokens, stepped_amount
 from context_manager.core.prefix import model_facing, prefix_report
 from context_manager.core.resolution import resolve_model
 from context_manager.core.reuse import CallReuse
-from context_manager.wire.messages import Message, resolve_inline_function_ids
-from context_manager.wire.decode import ModelInput
-from context_manager.core.compaction.recall import recall, remember, with_round_trip
+from context_manager.core.settings import WorkerConfig
 from context_manager.ports import Estimator, SessionStore, TokenizerSource
+from context_manager.wire import errors
+from context_manager.wire.decode import ModelInput
 from context_manager.wire.ints import saturating_add
+from context_manager.wire.messages import Message, resolve_inline_function_ids
 
 
 @dataclass(frozen=True, slots=True)

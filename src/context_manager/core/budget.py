@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from context_manager.wire.ints import saturating_mul, saturating_sub
 
 if TYPE_CHECKING:
-    from context_manager.core.settings import WorkerConfig
     from context_manager.core.resolution import ResolvedModel
+    from context_manager.core.settings import WorkerConfig
 
 # The adaptive verbatim-tail budget is a quarter of the usable budget, kept in this band.
 PRESERVE_RECENT_MIN = 2000

@@ -8,8 +8,9 @@ decoders' in every case.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from context_manager.core.counting.raw_estimate import floats_match, heuristic_tokens
 from context_manager.core.reuse import CallReuse

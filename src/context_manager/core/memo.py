@@ -26,13 +26,23 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import orjson
 
 from context_manager.wire.lru import ByteLRU, SeenKeys
-from context_manager.wire.schema import (BLOCK_LIST, BLOCK_TAG, BLOCKS, MESSAGE_TAG, MESSAGES, Presence, Record,
-                                         filled_defaults, names)
+from context_manager.wire.schema import (
+    BLOCK_LIST,
+    BLOCK_TAG,
+    BLOCKS,
+    MESSAGE_TAG,
+    MESSAGES,
+    Presence,
+    Record,
+    filled_defaults,
+    names,
+)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Rough resident cost of an entry besides its text: dicts, lists and the bookkeeping around them.

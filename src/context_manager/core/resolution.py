@@ -7,9 +7,10 @@ and the provenance reported as ``model_resolved``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Literal
 
 from context_manager.ports import ModelBudget, ModelResolver, ResolverError
 from context_manager.wire.errors import model_unresolved

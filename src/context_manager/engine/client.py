@@ -22,10 +22,10 @@ import anyio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from context_manager.ports import Invoke, InvokeError
-from context_manager.wire.errors import error_envelope, is_defect
 from context_manager.engine import protocol
+from context_manager.ports import Invoke, InvokeError
 from context_manager.wire import trace
+from context_manager.wire.errors import error_envelope, is_defect
 
 Handler = Callable[[Any], Awaitable[Any]]
 

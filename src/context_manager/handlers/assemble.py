@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.wire import decode as t
 from context_manager.core.assemble import AssembleOptions, AssembleRequest, assemble
-from context_manager.wire.errors import invalid_request
 from context_manager.core.intake import Intake
 from context_manager.handlers.context import HandlerContext, call_reuse
 from context_manager.handlers.prune import function_ids
+from context_manager.wire import decode as t
+from context_manager.wire.errors import invalid_request
 
 FUNCTION_ID = "context::assemble"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.wire import decode as t
 from context_manager.core.compaction.compact import CompactOptions, compact
-from context_manager.wire.errors import invalid_request
 from context_manager.handlers.context import HandlerContext
+from context_manager.wire import decode as t
+from context_manager.wire.errors import invalid_request
 
 FUNCTION_ID = "context::compact"
 

@@ -6,10 +6,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
-from context_manager.core.memo import SHARED_MEMO, MessageMemo
 from context_manager.core.counting.calibration import SHARED_LEDGER, SentLedger
+from context_manager.core.memo import SHARED_MEMO, MessageMemo
 from context_manager.core.reuse import CallReuse, decoding_policy
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.ports import (
     Clock,
     LeaseStore,

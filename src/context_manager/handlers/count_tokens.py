@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from context_manager.wire import decode as t
-from context_manager.wire.errors import DecodeError, invalid_request
+from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.estimate import (
     HEURISTIC,
     by_role,
@@ -15,11 +14,12 @@ from context_manager.core.counting.estimate import (
     message_sizes,
     tools_tokens,
 )
-from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.raw_estimate import floats_match, heuristic_tokens
 from context_manager.core.intake import Intake
 from context_manager.core.reuse import CallReuse
 from context_manager.handlers.context import HandlerContext, call_reuse
+from context_manager.wire import decode as t
+from context_manager.wire.errors import DecodeError, invalid_request
 
 FUNCTION_ID = "context::count-tokens"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from context_manager.wire import decode as t
 from context_manager.handlers.context import HandlerContext
 from context_manager.ui.content import ui_content
+from context_manager.wire import decode as t
 
 _MODELS_CHANGED = {"provider": t.FieldSpec(t.string)}
 _CONFIG_CHANGE = {"id": t.FieldSpec(t.string)}

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_manager.wire import decode as t
-from context_manager.wire.errors import invalid_request
 from context_manager.core.counting.estimate import estimator_for_call
 from context_manager.core.explain import Explanation
-from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.intake import Intake
+from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.reuse import CallReuse
 from context_manager.handlers.context import HandlerContext, call_reuse
+from context_manager.wire import decode as t
+from context_manager.wire.errors import invalid_request
 
 FUNCTION_ID = "context::prune"
 

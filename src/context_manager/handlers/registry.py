@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from context_manager.handlers import assemble, compact, count_tokens, internal, prune
 from context_manager.handlers.context import HandlerContext

@@ -6,7 +6,7 @@ the function a few seconds per attempt) is always answered from memory.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import NamedTuple
 
@@ -36,7 +36,7 @@ UI_TRIGGERS: tuple[tuple[str, dict[str, str]], ...] = tuple(
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _source(file_name: str) -> str:
     return resources.files(__package__).joinpath(file_name).read_text(encoding="utf-8")
 

@@ -12,19 +12,17 @@ the same first failure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from context_manager.wire import schema
 from context_manager.wire.codec import Fragment, canonical_free_form, float_fragment
-from context_manager.wire.plain import note_cost
 from context_manager.wire.errors import DecodeError
 from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX
+from context_manager.wire.plain import note_cost
 from context_manager.wire.schema import (  # the layouts and enums are also read from this module
-    BLOCK_LAYOUTS,
     BLOCK_TYPES,
-    ERROR_KINDS,
-    MESSAGE_LAYOUTS,
     ROLES,
     STOP_REASONS,
     USAGE_LAYOUT,

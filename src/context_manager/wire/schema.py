@@ -16,8 +16,9 @@ so that a new member is decoded and counted right before any fast path learns ab
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 
 class Presence(Enum):

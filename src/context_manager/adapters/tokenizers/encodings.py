@@ -32,7 +32,7 @@ _ENDOFPROMPT = "<|endofprompt|>"
 # Split patterns and special tokens as tiktoken's public registry (tiktoken_ext.openai_public)
 # defines them; a test compares them with the installed tiktoken.
 _CL100K_PAT = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""  # noqa: E501
 )
 _O200K_PAT = "|".join(
     [

@@ -25,9 +25,9 @@ from typing import Any
 
 import tiktoken
 
-from context_manager.wire.codec import dumps
-from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET, is_denied
 from context_manager.adapters.tokenizers.cache import TokenCountCache, content_key
+from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET, is_denied
+from context_manager.wire.codec import dumps
 
 FRAMING_TOKENS_PER_MESSAGE = 4
 # Below this many characters hashing costs about as much as encoding, so texts are not cached.

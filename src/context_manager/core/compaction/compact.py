@@ -8,25 +8,27 @@ unavailable or failed). Nothing is stored: the caller persists the summary.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
-from context_manager.core.settings import WorkerConfig
-from context_manager.core.compaction import lease
 from context_manager.core.budget import default_reserved, preserve_recent, usable_budget
+from context_manager.core.compaction import lease
+from context_manager.core.compaction.produce import produce_summary
+from context_manager.core.compaction.selection import select
 from context_manager.core.counting.estimate import estimator_for_call
+from context_manager.core.resolution import resolve_model
+from context_manager.core.settings import WorkerConfig
 from context_manager.ports import (
+    Clock,
     Estimator,
     LeaseStore,
+    ModelResolver,
     SummarizeError,
     Summarizer,
-    SummarizerUnavailable,
+    TokenizerSource,
 )
-from context_manager.core.resolution import resolve_model
-from context_manager.core.compaction.selection import select
-from context_manager.core.compaction.produce import produce_summary
 from context_manager.wire.decode import ModelInput
-from context_manager.ports import Clock, ModelResolver, TokenizerSource
 
 BUSY = {"status": "busy"}
 EMPTY = {"status": "empty"}

@@ -22,7 +22,8 @@ the oldest bullets go first, actions before user messages before the rest, the g
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from context_manager.core.compaction.prompts import trim
 from context_manager.core.compaction.retention_check import (

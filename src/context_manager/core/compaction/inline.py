@@ -14,15 +14,14 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from context_manager.core.settings import WorkerConfig
-from context_manager.core.compaction import lease
 from context_manager.core.budget import eager_tail_budget, preserve_recent
-from context_manager.ports import LeaseStore, SummarizeError, Summarizer
+from context_manager.core.compaction import lease
+from context_manager.core.compaction.produce import produce_summary
 from context_manager.core.compaction.selection import select, stepped_head
 from context_manager.core.passes.steps import step_tokens
-from context_manager.core.compaction.produce import produce_summary
+from context_manager.core.settings import WorkerConfig
+from context_manager.ports import Clock, Estimator, LeaseStore, SummarizeError, Summarizer
 from context_manager.wire.decode import ModelInput
-from context_manager.ports import Clock, Estimator
 from context_manager.wire.messages import Message
 
 

@@ -11,13 +11,13 @@ import hashlib
 import logging
 import os
 import uuid
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
+from context_manager.ports import ClaimingLeaseStore, Clock, LeaseRecord, LeaseStore, LeaseStoreError
 from context_manager.wire.canonical import canonical_message
 from context_manager.wire.codec import dumps
 from context_manager.wire.ints import I64_MAX, U64_MAX
-from context_manager.ports import ClaimingLeaseStore, LeaseRecord, LeaseStore, LeaseStoreError
-from context_manager.ports import Clock
 
 SCOPE = "context_lease"
 

@@ -9,8 +9,9 @@ this is exactly ``summarize_head``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from context_manager.core.budget import summary_budget
 from context_manager.core.compaction.extractive import extractive_summary

@@ -7,7 +7,8 @@ pin each length.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from context_manager.wire.codec import canonical_free_form, dumps
 

@@ -18,8 +18,9 @@ summary (they only take turns in the store).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 from context_manager.core.anchor import anchor_length
 from context_manager.core.compaction.lease import default_lease_key

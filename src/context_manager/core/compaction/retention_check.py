@@ -22,11 +22,12 @@ ones are kept.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from context_manager.core.counting.estimate import Estimator
 from context_manager.core.compaction.prompts import trim
+from context_manager.core.counting.estimate import Estimator
 from context_manager.wire.messages import resolve_inline_function_ids, text_of
 
 Message = dict[str, Any]

@@ -12,9 +12,10 @@ with fewer than two rounds stays a whole-head selection, as without the option.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Callable, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)

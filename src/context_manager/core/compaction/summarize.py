@@ -10,19 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from context_manager.core.settings import WorkerConfig
-from context_manager.wire.decode import ModelInput
-from context_manager.wire.ints import I64_MAX, saturating_add, saturating_mul
-from context_manager.ports import (
-    Estimator,
-    SummarizeError,
-    Summarizer,
-    SummarizeRequest,
-    SummarizerEmpty,
-    SummarizerFailed,
-)
 from context_manager.core.compaction.prompts import (
     FRAGMENT_NOTE,
     build_system_prompt,
@@ -30,6 +20,17 @@ from context_manager.core.compaction.prompts import (
     strip_media,
     trim,
 )
+from context_manager.core.settings import WorkerConfig
+from context_manager.ports import (
+    Estimator,
+    SummarizeError,
+    Summarizer,
+    SummarizerEmpty,
+    SummarizeRequest,
+    SummarizerFailed,
+)
+from context_manager.wire.decode import ModelInput
+from context_manager.wire.ints import I64_MAX, saturating_add, saturating_mul
 
 MAX_CHUNKS = 32
 REQUEST_OVERHEAD_TOKENS = 64

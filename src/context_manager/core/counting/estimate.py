@@ -7,17 +7,18 @@ would receive it: image data does not count (each image costs a flat allowance i
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
+from context_manager.core.counting.image_cost import IMAGE_TOKEN_BUDGET, image_provider, priced
+from context_manager.core.memo import remembered
+from context_manager.core.reuse import CallReuse
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import Estimator, TokenizerSource
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import Block, image_count, text_of
-from context_manager.core.memo import remembered
-from context_manager.core.reuse import CallReuse
-from context_manager.core.counting.image_cost import IMAGE_TOKEN_BUDGET, image_provider, priced
 
 _NULL_LEN = 4  # len(b"null")
 

@@ -22,11 +22,11 @@ from typing import Any
 
 import orjson
 
+from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET
 from context_manager.wire import schema
 from context_manager.wire.codec import format_float
 from context_manager.wire.ints import I64_MAX, I64_MIN, U64_MAX
 from context_manager.wire.schema import BLOCKS, MESSAGES, USAGE_RECORD, Presence, Record
-from context_manager.core.counting.estimate import IMAGE_TOKEN_BUDGET
 
 _STOP_REASON_SET = frozenset(schema.member(MESSAGES["assistant"], "stop_reason").type)
 _USAGE_INT_SET = frozenset(schema.names(USAGE_RECORD, of_type=schema.U64))

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from context_manager.wire import codec
 from context_manager.core.counting.estimate import result_tokens
-from context_manager.ports import Estimator
 from context_manager.core.memo import remembered
 from context_manager.core.reuse import NO_REUSE, CallReuse
+from context_manager.ports import Estimator
+from context_manager.wire import codec
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import (
     Block,

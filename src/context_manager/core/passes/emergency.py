@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
+from context_manager.core.counting.estimate import result_tokens
+from context_manager.core.passes.prune import PruneStats  # emergency work is reported with the same three counters
+from context_manager.ports import Estimator
 from context_manager.wire import codec
 from context_manager.wire.canonical import canonical_block, canonical_message
 from context_manager.wire.codec import canonical_free_form
-from context_manager.core.counting.estimate import result_tokens
-from context_manager.ports import Estimator
-from context_manager.core.passes.prune import PruneStats  # emergency work is reported with the same three counters
 from context_manager.wire.messages import (
     Block,
     Message,
@@ -34,7 +34,7 @@ RETRIEVAL_HINT = (
 RENDER_PREFIX = "[function result reduced for context budget] "
 PREVIEW_CHARS = 160
 
-Location = Union[int, tuple[int, int]]
+Location = int | tuple[int, int]
 
 
 # One replacement: (host message index, function id when known, size before, size after).

@@ -8,14 +8,15 @@ are never removed; only an output's content is replaced.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Union
+from typing import NamedTuple
 
 from context_manager.core.counting.estimate import result_tokens
-from context_manager.ports import Estimator
 from context_manager.core.memo import remembered
 from context_manager.core.reuse import NO_REUSE, CallReuse
 from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.ports import Estimator
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.ints import U64_MAX
 from context_manager.wire.messages import (
@@ -34,7 +35,7 @@ _PLACEHOLDER_MIDDLE = " pruned: was ~"
 _PLACEHOLDER_SUFFIX = " tokens; re-call it if still needed]"
 
 # A message-level output is located by its message index; an inline one by (message, block).
-Location = Union[int, tuple[int, int]]
+Location = int | tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ until the content after it no longer fits, and then the next one, which leaves a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import floor
-from typing import Sequence
 
 
 def step_tokens(usable: int, reduce_to: float) -> int:
