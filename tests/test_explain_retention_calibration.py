@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
+
 from context_manager import call
 from context_manager.core.counting.calibration import Calibration
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.explain import Explanation, action
 from context_manager.core.passes.retention import RetentionChange
+from context_manager.schemas import function_definition
 from context_manager.wire.decode import decode_message
 
 INLINE = {"id": "m", "provider": "p", "limits": {"context_window": 100000, "max_output_tokens": 1000}}
@@ -77,6 +80,7 @@ def test_retention_entries_one_per_rewrite_summing_to_each_warning():
     assert [_size(messages[i]) for i in (0, 2, 3, 4)] == [4624, 355, 1641, 529]
     assert [_size(returned[i]) for i in (0, 1, 2, 3)] == [76, 66, 63, 61]
     # truncated: 182 + 1578 = 1760; user prose 469; assistant prose 468; reasoning 107.
+    jsonschema.validate(out, function_definition("context::assemble")["response_schema"])
     del applied["actions"]
     assert out == plain
 
