@@ -77,7 +77,7 @@ class RetentionChange(NamedTuple):
     """One accepted rewrite: the view index, the warning code it is charged to, the function
     (``truncated`` only) and the message's estimate before and after it."""
 
-    index: int
+    view_index: int
     code: str
     function_id: str | None
     tokens_before: int
