@@ -260,6 +260,8 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         retained = apply_retention(state.view, state.sizes, config.retention, estimator, request.model.provider)
         state.view, state.sizes = retained.messages, retained.sizes
         warnings.extend(retained.warnings)
+        if state.explanation is not None:
+            state.explanation.retention(retained.changes, state.view_to_orig)
     _cap_pass(state, options, config, estimator, applied, deps.log, reuse)
     if options.allow_prune is not False:
         _prune_pass(state, options, config, estimator, applied, reuse, calibration)
@@ -290,6 +292,8 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens)
     if calibration is not None:
         _calibrate_applied(applied, calibration)
+        if state.explanation is not None:
+            state.explanation.calibrate(calibration)
         applied["initial_token_count"] = _reported(state, initial_total, initial_calibration)
     if state.explanation is not None:
         applied["actions"] = state.explanation.actions()

@@ -12,7 +12,19 @@ those totals exactly:
 * ``emergency``: the host message's estimate before and after one reference replaced a result;
 * ``compact``: the summarised head's tokens (``applied.tokens_before``) and the summary's own
   estimate;
-* ``drop``: the message's estimate and 0; the entries count ``dropped_messages``.
+* ``drop``: the message's estimate and 0; the entries count ``dropped_messages``;
+* ``retention``: one entry per rewrite the policy accepted (a message may take several: each
+  cut call or result, its prose, its reasoning, its images), with ``code``, the warning it is
+  charged to, and ``function_id`` for a ``truncated`` one: the message's estimate before and
+  after that rewrite. Per warning (``code``, and ``function_id`` or ``role``), the drops floored
+  at 0 sum to its ``tokens_freed`` and, for ``truncated`` and ``text_truncated``, the entries
+  number its ``count``; ``media_dropped`` has no ``tokens_freed``: its entries' drops are the
+  tokens its placeholders freed, in no total.
+
+With a calibration (``count_calibration: usage``, ``estimator: router``) the totals are in
+provider units, and so are the entries (``calibrated``): each total's calibrated amount is
+shared over its entries' drops by largest remainders, so they still sum to it exactly; the
+retention entries stay in estimator units, as its warnings do.
 
 Entries come in request order; changes to one message keep the order the passes ran in.
 Built only when asked, from what the passes already return, so an unexplained call pays nothing.
@@ -23,16 +35,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from context_manager.core.counting.calibration import Calibration
 from context_manager.core.passes.cap import CapChange
 from context_manager.core.passes.emergency import EmergencyChange
 from context_manager.core.passes.prune import Candidate
+from context_manager.core.passes.retention import RetentionChange
 
-Pass = Literal["cap", "prune", "emergency", "compact", "drop"]
+Pass = Literal["retention", "cap", "prune", "emergency", "compact", "drop"]
 Action = dict[str, Any]
 
 
-def action(pass_name: Pass, index: int, function_id: str | None, before: int, after: int) -> Action:
+def action(pass_name: Pass, index: int, function_id: str | None, before: int, after: int,
+           code: str | None = None) -> Action:
     entry: Action = {"pass": pass_name, "index": index}
+    if code is not None:
+        entry["code"] = code
     if function_id is not None:
         entry["function_id"] = function_id
     entry["tokens_before"] = before
@@ -47,6 +64,23 @@ class Explanation:
 
     def __init__(self) -> None:
         self._entries: list[Action] = []
+
+    def retention(self, changes: Sequence[RetentionChange], to_orig: Sequence[int]) -> None:
+        for index, code, function_id, before, after in changes:
+            self._entries.append(action("retention", to_orig[index], function_id, before, after, code))
+
+    def calibrate(self, calibration: Calibration) -> None:
+        """Entries into provider units, each total's calibrated amount shared over its drops."""
+        for passes in (("cap",), ("prune", "emergency")):
+            group = [entry for entry in self._entries if entry["pass"] in passes]
+            drops = calibration.apportion_amount([e["tokens_before"] - e["tokens_after"] for e in group])
+            for entry, drop in zip(group, drops):
+                entry["tokens_after"] = calibration.amount(entry["tokens_after"])
+                entry["tokens_before"] = entry["tokens_after"] + drop
+        for entry in self._entries:
+            if entry["pass"] in ("compact", "drop"):
+                entry["tokens_before"] = calibration.amount(entry["tokens_before"])
+                entry["tokens_after"] = calibration.amount(entry["tokens_after"])
 
     def cap(self, changes: Sequence[CapChange], to_orig: Sequence[int]) -> None:
         for index, before, after, function_id in changes:

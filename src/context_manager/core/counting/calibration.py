@@ -122,20 +122,30 @@ class Calibration:
     def apportion(self, parts: Sequence[int]) -> list[int]:
         """Calibrated parts that sum exactly to ``scale(sum(parts))``: each part's share of the
         total, rounded by largest remainders (never negative)."""
-        whole = sum(parts)
-        target = self.scale(whole)
-        if whole <= 0:
-            return [target] + [0] * (len(parts) - 1) if parts else []
-        floors = [part * target // whole for part in parts]
-        missing = target - sum(floors)
-        order = sorted(range(len(parts)), key=lambda i: (-(parts[i] * target % whole), i))
-        for i in order[:missing]:
-            floors[i] += 1
-        return floors
+        return largest_remainder(parts, self.scale(sum(parts)))
+
+    def apportion_amount(self, parts: Sequence[int]) -> list[int]:
+        """Calibrated differences that sum exactly to ``amount(sum(parts))`` (the calibrated
+        total they make up), by the same largest remainders."""
+        return largest_remainder(parts, self.amount(sum(parts)))
 
     def report(self) -> dict[str, Any]:
         return {"anchor_index": self.anchor_index, "provider_tokens": self.provider_tokens,
                 "ratio": round(self.ratio, 4), "growth_ratio": round(self.growth_ratio, 4)}
+
+
+def largest_remainder(parts: Sequence[int], target: int) -> list[int]:
+    """``target`` shared in proportion to ``parts``, rounded by largest remainders: the shares
+    sum to ``target`` exactly (all of it on the first part when the parts sum to nothing)."""
+    whole = sum(parts)
+    if whole <= 0:
+        return [target] + [0] * (len(parts) - 1) if parts else []
+    floors = [part * target // whole for part in parts]
+    missing = target - sum(floors)
+    order = sorted(range(len(parts)), key=lambda i: (-(parts[i] * target % whole), i))
+    for i in order[:missing]:
+        floors[i] += 1
+    return floors
 
 
 def _plausible(provider: int, estimated: int) -> bool:

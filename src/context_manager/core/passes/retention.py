@@ -31,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, NamedTuple
 
 from context_manager.core.passes.media import TEXT_ONLY_MARKER, TOOL_IMAGE_MARKER, USER_IMAGE_MARKER
 from context_manager.core.passes.truncate import (
@@ -69,6 +69,19 @@ class RetentionResult:
     messages: list[Message]
     sizes: list[int]
     warnings: list[dict[str, Any]]
+    # Every accepted rewrite in order, for ``options.explain``.
+    changes: list[RetentionChange]
+
+
+class RetentionChange(NamedTuple):
+    """One accepted rewrite: the view index, the warning code it is charged to, the function
+    (``truncated`` only) and the message's estimate before and after it."""
+
+    view_index: int
+    code: str
+    function_id: str | None
+    tokens_before: int
+    tokens_after: int
 
 
 def newest_user_index(view: list[Message]) -> int:
@@ -96,6 +109,7 @@ class _Tally:
         self.text: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.reasoning = [0, 0]
         self.media: dict[str, int] = defaultdict(int)
+        self.changes: list[RetentionChange] = []
 
     def warnings(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -115,36 +129,38 @@ class _Tally:
 class _Rewriter:
     """One message's rewrites; each accepted one is measured and charged to its warning."""
 
-    def __init__(self, message: Message, size: int, estimator: Estimator, tally: _Tally) -> None:
+    def __init__(self, index: int, message: Message, size: int, estimator: Estimator, tally: _Tally) -> None:
+        self.index = index
         self.message = message
         self.estimator = estimator
         self.tally = tally
         self.size = size
 
-    def _accept(self, rewritten: Message) -> int:
+    def _accept(self, rewritten: Message, code: str, function_id: str | None = None) -> int:
         size = self.estimator.message(rewritten)
         freed = max(0, self.size - size)
+        self.tally.changes.append(RetentionChange(self.index, code, function_id, self.size, size))
         self.message, self.size = rewritten, size
         return freed
 
     def truncated(self, rewritten: Message, function_id: str | None) -> None:
         entry = self.tally.truncated[function_id]
         entry[0] += 1
-        entry[1] += self._accept(rewritten)
+        entry[1] += self._accept(rewritten, "truncated", function_id)
 
     def text(self, rewritten: Message, role: str) -> None:
         entry = self.tally.text[role]
         entry[0] += 1
-        entry[1] += self._accept(rewritten)
+        entry[1] += self._accept(rewritten, "text_truncated")
 
     def reasoning(self, rewritten: Message, dropped: int) -> None:
         self.tally.reasoning[0] += dropped
-        self.tally.reasoning[1] += self._accept(rewritten)
+        self.tally.reasoning[1] += self._accept(rewritten, "reasoning_dropped")
 
     def media(self, rewritten: Message, dropped: dict[str, int]) -> None:
         for mime, count in dropped.items():
             self.tally.media[mime] += count
-        self._accept(rewritten)
+        self._accept(rewritten, "media_dropped")
 
 
 def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPolicy, estimator: Estimator,
@@ -159,7 +175,7 @@ def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPoli
     newest_user = newest_user_index(view)
     for index, message in enumerate(view):
         age = ages[index]
-        rewriter = _Rewriter(message, sizes[index], estimator, tally)
+        rewriter = _Rewriter(index, message, sizes[index], estimator, tally)
         if age >= policy.verbatim_turns:
             if policy.tools is not None:
                 _truncate_tools(rewriter, policy.tools, index, inline_ids)
@@ -176,7 +192,7 @@ def apply_retention(view: list[Message], sizes: list[int], policy: RetentionPoli
         if rewriter.message is not message:
             messages[index] = rewriter.message
             new_sizes[index] = rewriter.size
-    return RetentionResult(messages, new_sizes, tally.warnings())
+    return RetentionResult(messages, new_sizes, tally.warnings(), tally.changes)
 
 
 # --- tool payloads ---------------------------------------------------------------------------
