@@ -12,25 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from context_manager.wire.messages import calls_answered, calls_made
+
 Message = dict[str, Any]
 
-
-def _calls_made(message: Message) -> list[str]:
-    if message["role"] != "assistant":
-        return []
-    return [block["id"] for block in message["content"] if block["type"] == "function_call"]
-
-
-def _calls_answered(message: Message) -> list[str]:
-    if message["role"] == "function_result":
-        return [message["function_call_id"]]
-    if message["role"] == "custom":
-        return []
-    return [
-        block["function_call_id"]
-        for block in message["content"]
-        if block["type"] == "function_result"
-    ]
 
 
 def anchor_length(view: Sequence[Message], requested: int) -> int:
@@ -47,11 +32,11 @@ def anchor_length(view: Sequence[Message], requested: int) -> int:
     last_answer: dict[int, int] = {}
     called_at: dict[str, int] = {}
     for index, message in enumerate(view):
-        for call_id in _calls_answered(message):
+        for call_id in calls_answered(message):
             origin = called_at.get(call_id)
             if origin is not None:
                 last_answer[origin] = index
-        for call_id in _calls_made(message):
+        for call_id in calls_made(message):
             called_at[call_id] = index
     scanned = 0
     while scanned < end:

@@ -75,3 +75,23 @@ def with_block(message: Message, block_index: int, block: Block) -> Message:
 
 def text_block(text: str) -> Block:
     return {"type": "text", "text": text}
+
+
+def calls_made(message: Message) -> list[str]:
+    """The ids of the function calls an assistant message makes (none for any other role)."""
+    if message["role"] != "assistant":
+        return []
+    return [block["id"] for block in message["content"] if block["type"] == "function_call"]
+
+
+def calls_answered(message: Message) -> list[str]:
+    """The call ids a message answers: a function_result message's own, or its inline results'."""
+    if message["role"] == "function_result":
+        return [message["function_call_id"]]
+    if message["role"] == "custom":
+        return []
+    return [
+        block["function_call_id"]
+        for block in message["content"]
+        if block["type"] == "function_result"
+    ]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from context_manager.wire.messages import calls_answered, calls_made
+
 
 @dataclass(frozen=True, slots=True)
 class Selection:
@@ -55,13 +57,13 @@ def rounds(messages: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
     spanned = [0] * (len(messages) + 1)
     called_at: dict[str, int] = {}
     for index, message in enumerate(messages):
-        for call_id in _calls_answered(message):
+        for call_id in calls_answered(message):
             origin = called_at.get(call_id)
             if origin is not None:
                 # Positions origin+1 .. index would separate this call from its answer.
                 spanned[origin + 1] += 1
                 spanned[index + 1] -= 1
-        for call_id in _calls_made(message):
+        for call_id in calls_made(message):
             called_at[call_id] = index
     starts: list[int] = []
     open_pairs = 0
@@ -72,23 +74,6 @@ def rounds(messages: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
     ends = starts[1:] + [len(messages)]
     return list(zip(starts, ends))
 
-
-def _calls_made(message: dict[str, Any]) -> list[str]:
-    if message["role"] != "assistant":
-        return []
-    return [block["id"] for block in message["content"] if block["type"] == "function_call"]
-
-
-def _calls_answered(message: dict[str, Any]) -> list[str]:
-    if message["role"] == "function_result":
-        return [message["function_call_id"]]
-    if message["role"] == "custom":
-        return []
-    return [
-        block["function_call_id"]
-        for block in message["content"]
-        if block["type"] == "function_result"
-    ]
 
 
 def select(

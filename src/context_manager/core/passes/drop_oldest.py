@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_manager.core.passes.steps import grid_cut
+from context_manager.wire.messages import calls_answered, calls_made
 
 Message = dict[str, Any]
 
@@ -35,18 +36,6 @@ class DropResult:
     view_to_orig: list[int]
     dropped_messages: int
     dropped_ranges: list[list[int]]  # [start, end) request indices, ascending
-
-
-def _calls_made(message: Message) -> list[str]:
-    if message["role"] != "assistant":
-        return []
-    return [b["id"] for b in message["content"] if b["type"] == "function_call"]
-
-
-def _calls_answered(message: Message) -> list[str]:
-    if message["role"] == "function_result":
-        return [message["function_call_id"]]
-    return [b["function_call_id"] for b in message["content"] if b["type"] == "function_result"]
 
 
 def units(view: list[Message]) -> tuple[list[tuple[int, int]], int | None]:
@@ -70,12 +59,12 @@ def units(view: list[Message]) -> tuple[list[tuple[int, int]], int | None]:
     blocked = [0] * (len(view) + 2)
     called_at: dict[str, int] = {}
     for i, message in enumerate(view):
-        for call_id in _calls_answered(message):
+        for call_id in calls_answered(message):
             origin = called_at.get(call_id)
             if origin is not None and origin < i:
                 blocked[origin + 1] += 1
                 blocked[i + 1] -= 1
-        for call_id in _calls_made(message):
+        for call_id in calls_made(message):
             called_at[call_id] = i
     running = 0
     for i in range(len(view) + 1):
