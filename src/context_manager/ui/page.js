@@ -82,6 +82,9 @@ const RUNTIME_NUMBERS = [
   },
 ]
 
+// A switch between two values of a key: checked proposes `on`, unchecked `off`.
+const choice = (on, off) => ({ isOn: (v) => v === on, valueFor: (checked) => (checked ? on : off) })
+
 // Documented additions to the original configuration; each switch writes the enum value.
 const EXTENSION_SWITCHES = [
   {
@@ -89,24 +92,21 @@ const EXTENSION_SWITCHES = [
     label: 'Drop oldest messages on overflow',
     help: 'Instead of failing with context/overflow, drop the oldest messages and report them.',
     fallbackText: 'off (error)',
-    isOn: (v) => v === 'drop_oldest',
-    valueFor: (on) => (on ? 'drop_oldest' : 'error'),
+    ...choice('drop_oldest', 'error'),
   },
   {
     key: 'estimator',
     label: 'Tokenizer counts for OpenAI models',
     help: 'Count OpenAI model families with their tokenizer instead of the byte heuristic.',
     fallbackText: 'off (heuristic)',
-    isOn: (v) => v === 'auto',
-    valueFor: (on) => (on ? 'auto' : 'heuristic'),
+    ...choice('auto', 'heuristic'),
   },
   {
     key: 'count_calibration',
     label: 'Calibrate counts on provider usage',
     help: "Anchor token counts on the provider's own count of the previous call and scale what was added since.",
     fallbackText: 'off',
-    isOn: (v) => v === 'usage',
-    valueFor: (on) => (on ? 'usage' : 'off'),
+    ...choice('usage', 'off'),
   },
   {
     key: 'user_less_compaction',
@@ -134,16 +134,14 @@ const RETENTION_SWITCHES = [
     label: 'Check what every summary kept',
     help: 'Append the user requests, file paths, URLs and the open error a summary left out, under a fixed heading.',
     fallbackText: 'off',
-    isOn: (v) => v === 'append',
-    valueFor: (on) => (on ? 'append' : 'off'),
+    ...choice('append', 'off'),
   },
   {
     key: 'summarizer_fallback',
     label: 'Summarise without a model',
     help: 'When no summariser answers, build the summary from the history itself instead of skipping compaction.',
     fallbackText: 'off (none)',
-    isOn: (v) => v === 'extractive',
-    valueFor: (on) => (on ? 'extractive' : 'none'),
+    ...choice('extractive', 'none'),
   },
 ]
 
@@ -362,24 +360,21 @@ const CACHE_SWITCHES = [
     label: 'Report where the prefix changes',
     help: 'Every assembled answer reports the first message that differs from the request and whether the system prompt changed.',
     fallbackText: 'off',
-    isOn: (v) => v === true,
-    valueFor: (on) => on,
+    ...choice(true, false),
   },
   {
     key: 'summary_reuse',
     label: 'Reuse summaries across calls',
     help: 'Remember each history\'s last compaction and reuse it when a later call extends the summarised history.',
     fallbackText: 'off',
-    isOn: (v) => v === true,
-    valueFor: (on) => on,
+    ...choice(true, false),
   },
   {
     key: 'summary_placement',
     label: 'Send the summary as a message',
     help: 'Put the summary in a leading user message instead of the system prompt, so the system prompt stays the same across compactions.',
     fallbackText: 'off (system prompt)',
-    isOn: (v) => v === 'message',
-    valueFor: (on) => (on ? 'message' : 'system_prompt'),
+    ...choice('message', 'system_prompt'),
   },
 ]
 
@@ -472,6 +467,12 @@ export function ContextManagerConfigForm(props) {
       : holder.querySelector('input, button, [tabindex]')
     if (target) target.focus()
   }, [props.focusField])
+
+  // A row of one of the switch tables: its value comes from `isOn`, its proposal from `valueFor`.
+  const switchField = (s) =>
+    switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
+      propose({ ...value, [s.key]: s.valueFor(on) }),
+    )
 
   const numberRow = (field) => {
     const id = `${ID_PREFIX}-${field.key}`
@@ -689,11 +690,7 @@ export function ContextManagerConfigForm(props) {
       h(
         SettingsList,
         null,
-        ...EXTENSION_SWITCHES.map((s) =>
-          switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
-            propose({ ...value, [s.key]: s.valueFor(on) }),
-          ),
-        ),
+        ...EXTENSION_SWITCHES.map(switchField),
       ),
     ),
     h(
@@ -707,11 +704,7 @@ export function ContextManagerConfigForm(props) {
         SettingsList,
         null,
         ...RETENTION_NUMBERS.map(numberRow),
-        ...RETENTION_SWITCHES.map((s) =>
-          switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
-            propose({ ...value, [s.key]: s.valueFor(on) }),
-          ),
-        ),
+        ...RETENTION_SWITCHES.map(switchField),
       ),
     ),
     h(
@@ -724,17 +717,9 @@ export function ContextManagerConfigForm(props) {
       h(
         SettingsList,
         null,
-        ...CACHE_SWITCHES.slice(0, 1).map((s) =>
-          switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
-            propose({ ...value, [s.key]: s.valueFor(on) }),
-          ),
-        ),
+        ...CACHE_SWITCHES.slice(0, 1).map(switchField),
         ...CACHE_FRACTIONS.map(fractionRow),
-        ...CACHE_SWITCHES.slice(1).map((s) =>
-          switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
-            propose({ ...value, [s.key]: s.valueFor(on) }),
-          ),
-        ),
+        ...CACHE_SWITCHES.slice(1).map(switchField),
       ),
     ),
     h(
