@@ -96,25 +96,15 @@ def plain_json(value: Any) -> Any:
     """``value`` with every fragment replaced by its JSON value. A container holding one is
     copied (in its key order); the others are returned as they are."""
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is list:
         out: Any = None
-        for key, item in value.items():
+        for key, item in (value.items() if kind is dict else enumerate(value)):
             if type(item) not in _LEAVES:
                 plain = plain_json(item)
                 if plain is not item:
                     if out is None:
-                        out = dict(value)
+                        out = kind(value)
                     out[key] = plain
-        return value if out is None else out
-    if kind is list:
-        out = None
-        for index, item in enumerate(value):
-            if type(item) not in _LEAVES:
-                plain = plain_json(item)
-                if plain is not item:
-                    if out is None:
-                        out = list(value)
-                    out[index] = plain
         return value if out is None else out
     if kind is Fragment:
         return _parsed(value)
