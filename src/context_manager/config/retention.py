@@ -125,7 +125,11 @@ def _optional_truncation(value: Any, path: str) -> Truncation | None:
 
 
 def _treatment(value: Any, path: str) -> ToolTreatment:
-    members = _members(value, path, ("arguments", "result"))
+    return _treatment_of(_members(value, path, ("arguments", "result")), path)
+
+
+def _treatment_of(members: dict[str, Any], path: str) -> ToolTreatment:
+    """The argument and result truncations of an object whose members are already checked."""
     return ToolTreatment(
         arguments=_optional(members, "arguments", path, truncation),
         result=_optional(members, "result", path, truncation),
@@ -157,10 +161,7 @@ def _tool_rule(value: Any, path: str) -> ToolRule:
         raise PolicyError(path, "missing member `function`")
     return ToolRule(
         function=glob(members["function"], f"{path}.function"),
-        treatment=ToolTreatment(
-            arguments=_optional(members, "arguments", path, truncation),
-            result=_optional(members, "result", path, truncation),
-        ),
+        treatment=_treatment_of(members, path),
     )
 
 
