@@ -147,13 +147,16 @@ def observe(function_id: str, serve: Served, telemetry: Telemetry = NO_TELEMETRY
                 raise
             finally:
                 seconds = time.perf_counter() - started
-                facts = call_facts(function_id, payload, response, outcome_of(failure))
-                span.set_attributes(facts)
-                if failure is not None:
-                    span.set_error(str(facts["context_manager.outcome"]))
+                logging_calls = log.isEnabledFor(logging.INFO)
+                # Nothing reads the facts with telemetry off and the INFO line disabled.
+                facts = (call_facts(function_id, payload, response, outcome_of(failure))
+                         if telemetry.enabled or logging_calls else {})
                 if telemetry.enabled:
+                    span.set_attributes(facts)
+                    if failure is not None:
+                        span.set_error(str(facts["context_manager.outcome"]))
                     _record_metrics(telemetry, function_id, facts, seconds)
-                if log.isEnabledFor(logging.INFO):
+                if logging_calls:
                     trace_id = incoming.trace_id if incoming is not None else None
                     fields: dict[str, Any] = {**facts, "duration_ms": round(seconds * 1000, 3)}
                     if trace_id is not None:
