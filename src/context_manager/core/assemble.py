@@ -64,6 +64,7 @@ from context_manager.core.counting.calibration import (
     Calibration,
     InputDigests,
     Recall,
+    SentLedger,
     choose_calibration,
 )
 from context_manager.core.counting.estimate import by_role, estimator_for_call, message_sizes, tools_tokens
@@ -79,7 +80,7 @@ from context_manager.core.prefix import model_facing, prefix_report
 from context_manager.core.resolution import resolve_model
 from context_manager.core.reuse import CallReuse
 from context_manager.core.settings import WorkerConfig
-from context_manager.ports import Estimator, SessionStore, TokenizerSource
+from context_manager.ports import Estimator, SessionStore, TokenCounter, TokenizerSource
 from context_manager.wire import errors
 from context_manager.wire.decode import ModelInput
 from context_manager.wire.ints import saturating_add
@@ -123,6 +124,10 @@ class AssembleDeps(Protocol):
     log: logging.Logger
     tokenizers: TokenizerSource | None
     session_store: SessionStore | None
+    # What this process returned for the inputs it reduced (``count_calibration: usage``).
+    sent_ledger: SentLedger | None
+    # The provider's own counter (``estimator: router``); None counts locally.
+    token_counter: TokenCounter | None
 
 
 @dataclass(slots=True)
@@ -230,7 +235,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     if options.explain:
         state.explanation = Explanation()
     calibration, digests = _calibration(state, request, estimator, deps, reuse)
-    counter = getattr(deps, "token_counter", None) if config.estimator == "router" else None
+    counter = deps.token_counter if config.estimator == "router" else None
     routed = None
     if counter is not None:
         # The router's exact count of the request as given anchors the whole request.
@@ -368,7 +373,7 @@ def _calibration(
         request.messages,
         reuse.memo,
     )
-    ledger = getattr(deps, "sent_ledger", None)
+    ledger = deps.sent_ledger
     calibration = choose_calibration(
         request.messages,
         state.anchor_to_orig + state.view_to_orig,
@@ -398,7 +403,7 @@ def _remember_sent(state: _Context, request: AssembleRequest, digests: InputDige
                    deps: AssembleDeps, input_estimate: int) -> None:
     """A reduced context is not the request's prefix any more: remember what was sent, so the
     next call's anchor on this one is measured against it."""
-    ledger = getattr(deps, "sent_ledger", None)
+    ledger = deps.sent_ledger
     if ledger is None:
         return
     if not _unchanged(state, request):
