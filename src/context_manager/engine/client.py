@@ -22,12 +22,15 @@ import anyio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from context_manager.engine import protocol
+from context_manager.engine import answering, protocol
+from context_manager.engine.peek import Invocation, peek_invocation
 from context_manager.ports import Invoke, InvokeError
 from context_manager.wire import trace
-from context_manager.wire.errors import error_envelope, is_defect
+from context_manager.wire.errors import error_envelope
 
-Handler = Callable[[Any], Awaitable[Any]]
+Handler = answering.Handler
+# Takes an invocation frame undecoded and returns the reply frame's bytes (None: no reply due).
+Forward = Callable[[Invocation, bytes], Awaitable[bytes | None]]
 
 DEFAULT_TIMEOUT_MS = 30_000
 OUTBOX_LIMIT = 1000
@@ -64,8 +67,9 @@ class Backoff:
 
 @dataclass(slots=True)
 class _Function:
-    handler: Handler
+    handler: Handler | None
     frame: dict[str, Any]
+    forward: Forward | None = None
 
 
 @dataclass(slots=True)
@@ -105,6 +109,7 @@ class EngineClient:
         self._reattach_token: str | None = None
         self._previous: tuple[str, str] | None = None
         self._functions: dict[str, _Function] = {}
+        self._forwarding = False  # some function takes its frames undecoded
         self._triggers: dict[str, dict[str, Any]] = {}
         self._pending: dict[str, _Pending] = {}
         self._outbox: deque[bytes] = deque(maxlen=OUTBOX_LIMIT)
@@ -211,18 +216,24 @@ class EngineClient:
     async def register_function(
         self,
         function_id: str,
-        handler: Handler,
+        handler: Handler | None,
         *,
         description: str | None = None,
         request_format: Any = None,
         response_format: Any = None,
         metadata: Any = None,
+        forward: Forward | None = None,
     ) -> None:
+        """Serve ``function_id`` with ``handler``, or, with ``forward``, hand its invocation
+        frames over undecoded (``forward`` returns the reply's bytes)."""
+        if (handler is None) == (forward is None):
+            raise ValueError("a function has either a handler or a forward")
         frame = protocol.register_function(
             function_id, description, request_format, response_format, metadata
         )
         async with self._send_lock:
-            self._functions[function_id] = _Function(handler, frame)
+            self._functions[function_id] = _Function(handler, frame, forward)
+            self._forwarding = self._forwarding or forward is not None
             await self._send_if_connected(frame)
 
     async def register_trigger(self, trigger_type: str, function_id: str, config: Any) -> str:
@@ -316,6 +327,8 @@ class EngineClient:
     async def _receive(self, message: bytes) -> None:
         # One frame per call, so the loop keeps no reference to it: a large invocation is freed
         # when its reply has gone out, not while the next frame is being read.
+        if self._forwarding and self._forwarded(message):
+            return
         try:
             frame = protocol.decode(message, self.reader)
         except protocol.PayloadError as exc:
@@ -330,6 +343,17 @@ class EngineClient:
             raise
         except Exception:  # one odd frame must not take the connection down
             self.log.exception("failed to handle a %s frame", frame["type"])
+
+    def _forwarded(self, message: bytes) -> bool:
+        call = peek_invocation(message)
+        if call is None:
+            return False
+        function = self._functions.get(call.function_id)
+        if function is None or function.forward is None:
+            return False
+        assert self._task_group is not None
+        self._task_group.start_soon(self._serve_forwarded, function.forward, call, message)
+        return True
 
     async def _dispatch(self, frame: dict[str, Any]) -> None:
         kind = frame["type"]
@@ -363,58 +387,35 @@ class EngineClient:
                 )
 
     async def _refuse_payload(self, exc: protocol.PayloadError) -> None:
-        frame = exc.frame
-        invocation_id = frame.get("invocation_id")
-        if frame["type"] == protocol.INVOKE_FUNCTION and isinstance(invocation_id, str):
-            await self._send(
-                protocol.error_result(
-                    invocation_id,
-                    str(frame.get("function_id")),
-                    protocol.INVOCATION_FAILED,
-                    f"serialization error: {exc.detail}",
-                )
-            )
-        else:
-            self.log.warning("ignoring an engine frame: %s", exc.detail)
+        reply = answering.refusal(exc, self.log)
+        if reply is not None:
+            await self._send(reply)
 
     async def _serve(self, frame: dict[str, Any]) -> None:
         reply = await self.answer(frame)
         if reply is not None:
             await self._send(reply)
 
+    async def _serve_forwarded(self, forward: Forward, call: Invocation, message: bytes) -> None:
+        try:
+            reply = await forward(call, message)
+        except Exception as exc:  # the call still gets its one reply
+            self.log.exception("forwarding %s failed", call.function_id)
+            if call.invocation_id is None:
+                return
+            code, text = error_envelope(exc)
+            reply = protocol.encode_bytes(
+                protocol.error_result(call.invocation_id, call.function_id, code, text))
+        if reply is not None:
+            await self._send(reply)
+
+    def _handler_for(self, function_id: str) -> Handler | None:
+        function = self._functions.get(function_id)
+        return None if function is None else function.handler
+
     async def answer(self, frame: dict[str, Any]) -> bytes | None:
         """The reply frame to one ``invokefunction`` (None when no reply is due)."""
-        function_id = frame.get("function_id")
-        invocation_id = frame.get("invocation_id")
-        function = self._functions.get(function_id) if isinstance(function_id, str) else None
-        if function is None:
-            if isinstance(invocation_id, str):
-                return protocol.encode_bytes(
-                    protocol.error_result(
-                        invocation_id,
-                        str(function_id),
-                        protocol.FUNCTION_NOT_FOUND,
-                        f"Function '{function_id}' not found",
-                    )
-                )
-            return None
-        reply_to = str(invocation_id)
-        function_id = str(function_id)  # a registered id: the lookup above matched a string
-        # The caller's context, for the handler's spans and its own outgoing calls.
-        context_token = trace.CURRENT_TRACE.set(trace.from_frame(frame))
-        try:
-            value = await function.handler(frame.get("data"))
-            # Encoded here so that an unencodable result still gets an error reply.
-            reply = protocol.encode_bytes(protocol.result(reply_to, function_id, value))
-        except Exception as exc:  # every failure answers; a caller never waits for a timeout
-            if is_defect(exc):
-                # The traceback stays in this worker's log: source paths are not for remote callers.
-                self.log.exception("function %s raised", function_id)
-            code, message = error_envelope(exc)
-            reply = protocol.encode_bytes(protocol.error_result(reply_to, function_id, code, message))
-        finally:
-            trace.CURRENT_TRACE.reset(context_token)
-        return reply if isinstance(invocation_id, str) else None
+        return await answering.answer(self._handler_for, frame, self.log)
 
 
 def invoke_callable(client: EngineClient) -> Invoke:
