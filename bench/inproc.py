@@ -72,7 +72,8 @@ class WorkerTurn:
 
     def __init__(self) -> None:
         from context_manager.engine.client import EngineClient
-        from context_manager.worker import ConfigurationSource, Worker, frame_reader
+        from context_manager.engine.history_reader import frame_reader
+        from context_manager.worker import ConfigurationSource, Worker
 
         self.client = EngineClient("ws://127.0.0.1:9", {}, reader=frame_reader())
         self.worker = Worker(self.client, ConfigurationSource(self.client, "context-manager"))

@@ -59,9 +59,16 @@ def start_worker(engine: TestEngine, tmp_path: Path) -> Iterator[Callable[..., W
         process.kill()
 
 
+@pytest.fixture(params=[1, 2], ids=["one-process", "two-processes"])
+def processes(request: pytest.FixtureRequest) -> int:
+    """Every behaviour below holds whether the calls are served in the worker's own process or
+    in serving processes behind it (``--processes``)."""
+    return int(request.param)
+
+
 @pytest.fixture
-def worker(engine: TestEngine, start_worker: Callable[..., WorkerProcess]) -> WorkerProcess:
-    process = start_worker()
+def worker(engine: TestEngine, start_worker: Callable[..., WorkerProcess], processes: int) -> WorkerProcess:
+    process = start_worker(*(() if processes == 1 else ("--processes", str(processes))))
     try:
         engine.wait_for_functions(set(SEVEN), timeout=20)
         # The configuration binding is the very last frame of the boot.

@@ -1,4 +1,4 @@
-"""Command line: the worker (`context-manager [--url] [--config] [--manifest]`) and
+"""Command line: the worker (`context-manager [--url] [--config] [--processes] [--manifest]`) and
 `context-manager call <function_id>` (one in-process call, no engine)."""
 
 from __future__ import annotations
@@ -12,28 +12,27 @@ from typing import Any
 
 import orjson
 
-from context_manager.adapters.log_format import formatter_for
+from context_manager.adapters.log_format import configure_logging
+from context_manager.processes import MAX_PROCESSES
 
 DEFAULT_URL = "ws://127.0.0.1:49134"
-_LEVELS = {"trace": "DEBUG", "debug": "DEBUG", "info": "INFO", "warn": "WARNING",
-           "warning": "WARNING", "error": "ERROR", "off": "CRITICAL"}
-
-
-def configure_logging() -> None:
-    """Logs go to stderr; `RUST_LOG` or `LOG_LEVEL` holding a bare level overrides INFO;
-    `LOG_FORMAT=json` writes one JSON object per line."""
-    raw = (os.environ.get("LOG_LEVEL") or os.environ.get("RUST_LOG") or "info").strip().lower()
-    level = _LEVELS.get(raw, "INFO")
-    stream = logging.StreamHandler(sys.stderr)
-    stream.setFormatter(formatter_for(os.environ.get("LOG_FORMAT")))
-    logging.basicConfig(level=level, handlers=[stream])
-
-
+PROCESSES_ENV = "III_CM_PROCESSES"
 def resolve_url(flag: str | None) -> str:
     """`--url` wins, then a non-empty `III_URL`, then the local engine's default port."""
     if flag:
         return flag
     return os.environ.get("III_URL") or DEFAULT_URL
+
+
+def resolve_processes(flag: str | None) -> int:
+    """`--processes` wins, then a non-empty `III_CM_PROCESSES`, then 1 (everything in one
+    process); a value that is not a whole number from 1 to the limit is a usage error."""
+    raw = flag if flag is not None else os.environ.get(PROCESSES_ENV, "").strip() or "1"
+    source = "--processes" if flag is not None else PROCESSES_ENV
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_PROCESSES:
+        raise ValueError(f"{source} must be a whole number from 1 to {MAX_PROCESSES}, got {raw!r}")
+    return int(text)
 
 
 def _usage_error(message: str) -> int:
@@ -110,10 +109,16 @@ def run_worker_command(argv: Sequence[str]) -> int:
     parser.add_argument("--url", help=f"engine WebSocket URL (default: $III_URL or {DEFAULT_URL})")
     parser.add_argument("--config", help="seed configuration file (YAML), used only when no value is stored")
     parser.add_argument("--manifest", action="store_true", help="print the worker manifest JSON and exit")
+    parser.add_argument("--processes", metavar="N",
+                        help=f"serve calls in N processes, 1 to {MAX_PROCESSES} (default: ${PROCESSES_ENV} or 1)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 2 if exc.code else 0
+    try:
+        processes = resolve_processes(args.processes)
+    except ValueError as exc:
+        return _usage_error(str(exc))
     if args.manifest:
         from context_manager.manifest import render_manifest
 
@@ -121,7 +126,7 @@ def run_worker_command(argv: Sequence[str]) -> int:
         return 0
     from context_manager.worker import run_worker
 
-    return run_worker(resolve_url(args.url), args.config)
+    return run_worker(resolve_url(args.url), args.config, processes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

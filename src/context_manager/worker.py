@@ -6,6 +6,10 @@ authoritative value fetched -> lease directory opened -> public functions -> mod
 flush and its binding -> console UI -> on-config-change and its binding. Any failure before the
 functions are registered is fatal (one log line, exit status 1): a supervisor restarts the
 worker. After boot, a configuration that cannot be fetched or parsed keeps the last good one.
+
+With ``processes`` above 1 the public functions are served by that many child processes
+(``processes.pool``): this process keeps the engine connection, the configuration and the
+three internal functions, and hands the public calls' frames over undecoded.
 """
 
 from __future__ import annotations
@@ -20,31 +24,22 @@ import anyio
 
 from context_manager._version import __version__
 from context_manager.adapters.configuration import ConfigurationSource
-from context_manager.adapters.fs_lease_store import FsLeaseStore, LeaseDirError
-from context_manager.adapters.memory_session_store import MemorySessionStore
-from context_manager.adapters.model_cache import CachingModelResolver
+from context_manager.adapters.fs_lease_store import LeaseDirError
 from context_manager.adapters.otel_telemetry import telemetry_from_environment
-from context_manager.adapters.router_counter import RouterTokenCounter
-from context_manager.adapters.router_models import RouterModelResolver
-from context_manager.adapters.router_summarizer import RouterSummarizer
-from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
-from context_manager.adapters.traced import TracedLeaseStore, TracedModelResolver, TracedSummarizer
-from context_manager.config.paths import resolve_lease_dir
 from context_manager.config.seed import load_seed
-from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.settings import WorkerConfig
 from context_manager.engine.client import (
     EngineClient,
     RegistrationRejected,
     invoke_callable,
     worker_metadata,
 )
-from context_manager.engine.history_reader import HistoryReader
+from context_manager.engine.history_reader import frame_reader
 from context_manager.handlers.context import HandlerContext
-from context_manager.handlers.observe import observe
-from context_manager.handlers.registry import FUNCTIONS
-from context_manager.ports import NO_TELEMETRY, SystemClock, Telemetry
+from context_manager.ports import NO_TELEMETRY, LeaseStore, Telemetry
+from context_manager.processes.pool import ProcessPool
 from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
+from context_manager.services import Services
 
 WORKER_NAME = "context-manager"
 DEFAULT_CONFIG_ID = "context-manager"
@@ -53,13 +48,10 @@ UI_ASSETS = (
     ("console:script", "context-manager/page.js"),
     ("console:style", "context-manager/styles.css"),
 )
+# How long a stopping worker with serving processes waits for the calls they hold.
+DRAIN_SECONDS = 30.0
 
 log = logging.getLogger("context_manager.worker")
-
-
-def frame_reader() -> HistoryReader:
-    """Reads invocation frames, reusing the parse of a history an earlier call sent."""
-    return HistoryReader(("data", "messages"))
 
 
 class BootError(Exception):
@@ -77,28 +69,48 @@ def config_id(environ: Mapping[str, str] | None = None) -> str:
     return env.get("III_CONFIG_NAME", "").strip() or DEFAULT_CONFIG_ID
 
 
+class _FlushEverywhere:
+    """The models-changed flush of this process's cache and of every serving process's."""
+
+    def __init__(self, services: Services, pool: ProcessPool) -> None:
+        self._services = services
+        self._pool = pool
+
+    def flush(self) -> None:
+        self._services.model_cache.flush()
+        self._pool.flush_models()
+
+
 class Worker:
     """The live worker: per-call snapshots of the configuration and the lease store."""
 
     def __init__(self, client: EngineClient, source: ConfigurationSource,
-                 telemetry: Telemetry = NO_TELEMETRY) -> None:
+                 telemetry: Telemetry = NO_TELEMETRY, pool: ProcessPool | None = None) -> None:
         self.client = client
         self.source = source
         self.telemetry = telemetry
-        self.config: WorkerConfig = DEFAULT_CONFIG
-        self.lease_store: Any = None
-        invoke = invoke_callable(client)
-        resolver: Any = RouterModelResolver(invoke)
-        self.summarizer: Any = RouterSummarizer(invoke, client.url, lambda: self.config.summarizer_timeout_ms)
-        if telemetry.enabled:
-            resolver = TracedModelResolver(resolver, telemetry)
-            self.summarizer = TracedSummarizer(self.summarizer, telemetry)
-        self.model_cache = CachingModelResolver(resolver, SystemClock())
-        # Remembered compactions (`summary_reuse`): one bounded store for the process, kept
-        # across reloads.
-        self.session_store = MemorySessionStore()
-        self.token_counter = RouterTokenCounter(invoke, logging.getLogger("context_manager"))
+        self.pool = pool
+        self.services = Services(invoke_callable(client), client.url, telemetry)
+        self.services.on_config_change = self.reload
+        if pool is not None:
+            self.services.flushed_on_models_changed = _FlushEverywhere(self.services, pool)
         self._reload_lock = anyio.Lock()
+
+    @property
+    def config(self) -> WorkerConfig:
+        return self.services.config
+
+    @property
+    def lease_store(self) -> LeaseStore | None:
+        return self.services.lease_store
+
+    @property
+    def session_store(self) -> Any:
+        return self.services.session_store
+
+    @property
+    def model_cache(self) -> Any:
+        return self.services.model_cache
 
     # ------------------------------------------------------------------ boot
 
@@ -111,13 +123,15 @@ class Worker:
         except Exception as exc:
             raise BootError("registering context-manager configuration schema", exc) from exc
         try:
-            self.config = await self.source.fetch()
+            config = await self.source.fetch()
         except Exception as exc:
             raise BootError("loading context-manager configuration", exc) from exc
         try:
-            self.lease_store = self._traced(FsLeaseStore(resolve_lease_dir(self.config.lease_dir)))
+            self.services.adopt(config)
         except LeaseDirError as exc:
             raise BootError("opening the compaction lease directory", exc) from exc
+        if self.pool is not None:
+            self.pool.configure(config)
         await self.register_functions()
 
     async def register_functions(self) -> None:
@@ -125,7 +139,7 @@ class Worker:
         for the next one."""
         definitions = {d["id"]: d for d in function_definitions()}
         for function_id in PUBLIC_FUNCTION_IDS:
-            await self._register(definitions[function_id])
+            await self._register(definitions[function_id], forwarded=self.pool is not None)
         log.info("public functions registered")
         await self._register(definitions["context::on-models-changed"])
         await self.client.register_trigger(MODELS_CHANGED_TRIGGER, "context::on-models-changed", {})
@@ -138,51 +152,28 @@ class Worker:
             "context::on-config-change",
             {"configuration_id": self.source.config_id, "event_types": ["configuration:updated"]},
         )
-        log.info("worker ready (public functions=%d)", len(PUBLIC_FUNCTION_IDS))
+        if self.pool is None:
+            log.info("worker ready (public functions=%d)", len(PUBLIC_FUNCTION_IDS))
+        else:
+            log.info("worker ready (public functions=%d, processes=%d)", len(PUBLIC_FUNCTION_IDS), self.pool.size)
 
-    async def _register(self, definition: dict[str, Any]) -> None:
+    async def _register(self, definition: dict[str, Any], forwarded: bool = False) -> None:
         function_id = definition["id"]
-        await self.client.register_function(
-            function_id,
-            self._bind(function_id, FUNCTIONS[function_id]),
-            description=definition["description"],
-            request_format=definition["request_schema"],
-            response_format=definition["response_schema"],
-            metadata=definition["metadata"],
-        )
-
-    def _bind(self, function_id: str, handler: Any) -> Any:
-        """The engine-facing callable: each call gets a fresh snapshot and is observed (span,
-        metrics, one INFO line). Failures propagate to the client, which answers (and logs a
-        defect) once."""
-
-        async def serve(payload: Any) -> Any:
-            return await handler(payload, self.context())
-
-        return observe(function_id, serve, self.telemetry)
-
-    def _traced(self, store: FsLeaseStore) -> Any:
-        if not self.telemetry.enabled:
-            return store
-        return TracedLeaseStore(store, self.telemetry, lambda: lease_ttl_ms(self.config.lease_ttl_secs),
-                                SystemClock().now_ms)
+        describe = {
+            "description": definition["description"],
+            "request_format": definition["request_schema"],
+            "response_format": definition["response_schema"],
+            "metadata": definition["metadata"],
+        }
+        if forwarded:
+            assert self.pool is not None
+            await self.client.register_function(function_id, None, forward=self.pool.forward, **describe)
+        else:
+            await self.client.register_function(function_id, self.services.served(function_id), **describe)
 
     def context(self) -> HandlerContext:
         """The snapshot one call works with; a reload never changes a snapshot already taken."""
-        return HandlerContext(
-            config=self.config,
-            resolver=self.model_cache,
-            summarizer=self.summarizer,
-            lease_store=self.lease_store,
-            clock=SystemClock(),
-            tokenizers=PACKAGED_TOKENIZERS,
-            log=logging.getLogger("context_manager"),
-            model_cache=self.model_cache,
-            on_config_change=self.reload,
-            payload_from_json=True,
-            session_store=self.session_store,
-            token_counter=self.token_counter,
-        )
+        return self.services.context()
 
     # ------------------------------------------------------------------ hot reload
 
@@ -197,34 +188,49 @@ class Worker:
             except Exception as exc:
                 log.error("configuration reload failed; the previous configuration stays in force: %s", exc)
                 return
-            if config.lease_dir != self.config.lease_dir:
-                try:
-                    store = self._traced(FsLeaseStore(resolve_lease_dir(config.lease_dir)))
-                except LeaseDirError as exc:
-                    log.error(
-                        "new lease store could not be opened; previous store and configuration "
-                        "stay in force: %s",
-                        exc,
-                    )
-                    return
-                # Store first, then the snapshot: the snapshot's lease_dir always matches a store.
-                self.lease_store = store
-                log.info("lease store replaced (lease_dir=%s)", config.lease_dir)
-            self.config = config
+            try:
+                self.services.adopt(config)
+            except LeaseDirError as exc:
+                log.error(
+                    "new lease store could not be opened; previous store and configuration "
+                    "stay in force: %s",
+                    exc,
+                )
+                return
+            if self.pool is not None:
+                self.pool.configure(config)
             log.info("configuration reloaded")
 
 
-async def serve(url: str, config_path: str | None) -> int:
+async def serve(url: str, config_path: str | None, processes: int = 1) -> int:
     """Run the worker until SIGINT/SIGTERM; the exit status."""
     client = EngineClient(url, worker_metadata(WORKER_NAME, __version__), reader=frame_reader())
     telemetry = telemetry_from_environment()
-    worker = Worker(client, ConfigurationSource(client, config_id()), telemetry)
+    if processes == 1:
+        worker = Worker(client, ConfigurationSource(client, config_id()), telemetry)
+        status = await _serve(client, worker, config_path)
+    else:
+        async with ProcessPool(processes, url, client.invoke) as pool:
+            worker = Worker(client, ConfigurationSource(client, config_id()), telemetry, pool)
+            status = await _serve(client, worker, config_path)
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        await client.close()
+    telemetry.shutdown()
+    return status
+
+
+async def _serve(client: EngineClient, worker: Worker, config_path: str | None) -> int:
     status = 0
 
     async def watch_signals(scope: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async for _ in signals:
                 log.info("stopping")
+                if worker.pool is not None and worker.pool.calls_in_hand:
+                    log.info("waiting for %d calls in hand", worker.pool.calls_in_hand)
+                    left = await worker.pool.drain(DRAIN_SECONDS)
+                    if left:
+                        log.warning("stopping with %d calls still in hand", left)
                 scope.cancel()
                 return
 
@@ -257,15 +263,13 @@ async def serve(url: str, config_path: str | None) -> int:
         tg.start_soon(watch_signals, tg.cancel_scope)
         tg.start_soon(run_client, tg.cancel_scope)
         tg.start_soon(boot_then_wait, tg.cancel_scope)
-    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-        await client.close()
-    telemetry.shutdown()
     return status
 
 
-def run_worker(url: str, config_path: str | None) -> int:
-    """Entry point of ``python -m context_manager [--url] [--config]``: the exit status."""
+def run_worker(url: str, config_path: str | None, processes: int = 1) -> int:
+    """Entry point of ``python -m context_manager [--url] [--config] [--processes]``: the exit
+    status."""
     try:
-        return anyio.run(serve, url, config_path)
+        return anyio.run(serve, url, config_path, processes)
     except KeyboardInterrupt:
         return 0

@@ -106,6 +106,8 @@ class TestEngine:
         # results are recorded without their value (see `_recorded`).
         self.received: list[tuple[str, dict[str, Any]]] = []
         self.calls: list[tuple[str, Any]] = []
+        # Results that answered no pending invocation: a reply sent twice, or to nobody.
+        self.stray_results: list[dict[str, Any]] = []
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
@@ -501,7 +503,10 @@ class TestEngine:
 
     def _result(self, frame: dict[str, Any]) -> None:
         pending = self.pending.pop(str(frame.get("invocation_id")), None)
-        if pending is None or not isinstance(frame.get("function_id"), str):
+        if pending is None:
+            self.stray_results.append(frame)
+            return
+        if not isinstance(frame.get("function_id"), str):
             return
         error = frame.get("error")
         if error is not None and not (

@@ -7,6 +7,8 @@ members of its object, so a log pipeline reads them without parsing the message.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,3 +36,17 @@ def formatter_for(log_format: str | None) -> logging.Formatter:
     if (log_format or "").strip().lower() == "json":
         return JsonFormatter()
     return logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+_LEVELS = {"trace": "DEBUG", "debug": "DEBUG", "info": "INFO", "warn": "WARNING",
+           "warning": "WARNING", "error": "ERROR", "off": "CRITICAL"}
+
+
+def configure_logging() -> None:
+    """Logs go to stderr; `RUST_LOG` or `LOG_LEVEL` holding a bare level overrides INFO;
+    `LOG_FORMAT=json` writes one JSON object per line."""
+    raw = (os.environ.get("LOG_LEVEL") or os.environ.get("RUST_LOG") or "info").strip().lower()
+    level = _LEVELS.get(raw, "INFO")
+    stream = logging.StreamHandler(sys.stderr)
+    stream.setFormatter(formatter_for(os.environ.get("LOG_FORMAT")))
+    logging.basicConfig(level=level, handlers=[stream])

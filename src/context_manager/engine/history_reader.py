@@ -325,3 +325,8 @@ def _at(value: Any, path: tuple[str, ...]) -> tuple[Any, Any]:
         return None, None
     array = holder.get(path[-1])
     return (holder, array) if type(array) is list else (None, None)
+
+
+def frame_reader() -> HistoryReader:
+    """Reads invocation frames, reusing the parse of a history an earlier call sent."""
+    return HistoryReader(("data", "messages"))

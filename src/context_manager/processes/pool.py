@@ -1,0 +1,301 @@
+"""The parent side of ``--processes N``: starts the serving processes, hands each invocation
+frame to one of them, relays their engine calls and their replies, replaces a process that dies.
+
+The parent's event loop only moves bytes (frames in, replies out, engine calls relayed), so
+pings, small calls, configuration reloads and channel traffic are never stuck behind a large
+history being counted. A process that dies takes nothing with it: every call it held is
+answered at once with an internal error, a new process takes its place (with the configuration
+in force), and later calls go on. Stopping drains the calls in hand before the processes end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import pickle
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import anyio
+import orjson
+
+from context_manager.core.settings import WorkerConfig
+from context_manager.engine import protocol
+from context_manager.engine.client import RemoteError
+from context_manager.engine.peek import Invocation, session_hint
+from context_manager.processes import MAX_PROCESSES, pipe
+from context_manager.processes.routing import Affinity
+from context_manager.wire import codec, trace
+
+log = logging.getLogger("context_manager.worker")
+
+# A process that dies this soon after it started is restarted after a growing pause.
+QUICK_DEATH_SECONDS = 5.0
+MAX_RESTART_PAUSE_SECONDS = 5.0
+STOP_SECONDS = 5.0
+# A call waits at most this long for a live process before it is answered with an error.
+NO_PROCESS_SECONDS = 30.0
+
+EngineInvoke = Callable[..., Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class _Call:
+    invocation: Invocation
+    size: int
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reply: bytes | None = None
+
+
+class _Process:
+    """One serving process and the calls it holds."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.alive = False
+        self.load = 0
+        self.calls: dict[int, _Call] = {}
+        self.proc: asyncio.subprocess.Process | None = None
+
+    @property
+    def calls_in_hand(self) -> int:
+        return len(self.calls)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    def send(self, kind: bytes, tag: int, body: bytes = b"") -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        pipe.send(self.proc.stdin, kind, tag, body)
+
+    async def flush(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        await self.proc.stdin.drain()
+
+
+def lost_call_reply(invocation: Invocation, why: str) -> bytes | None:
+    """The reply to a call whose serving process died before answering it."""
+    if invocation.invocation_id is None:
+        return None
+    return protocol.encode_bytes(protocol.error_result(
+        invocation.invocation_id, invocation.function_id, protocol.INVOCATION_FAILED,
+        f"internal error: {why}"))
+
+
+class ProcessPool:
+    """``size`` serving processes behind one engine connection (``engine_invoke`` makes the
+    engine calls they ask for: ``EngineClient.invoke``)."""
+
+    def __init__(self, size: int, engine_url: str, engine_invoke: EngineInvoke) -> None:
+        if not 1 <= size <= MAX_PROCESSES:
+            raise ValueError(f"processes must be from 1 to {MAX_PROCESSES}, got {size}")
+        self.size = size
+        self._engine_url = engine_url
+        self._engine_invoke = engine_invoke
+        self._processes = [_Process(index) for index in range(size)]
+        self._affinity = Affinity()
+        self._tags = itertools.count(1)
+        self._config: bytes | None = None
+        self._closing = False
+        self._live_changed = anyio.Event()
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> ProcessPool:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        for process in self._processes:
+            self._task_group.start_soon(self._supervise, process)
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None:
+        assert self._task_group is not None
+        with anyio.CancelScope(shield=True):
+            await self.stop()
+        self._task_group.cancel_scope.cancel()
+        return await self._task_group.__aexit__(kind, exc, tb)
+
+    async def stop(self) -> None:
+        """End every process: close its pipe (it finishes what it holds), kill it if it lingers."""
+        self._closing = True
+        for process in self._processes:
+            proc = process.proc
+            if proc is None or proc.returncode is not None:
+                continue
+            if proc.stdin is not None:
+                proc.stdin.close()
+            with anyio.move_on_after(STOP_SECONDS):
+                await proc.wait()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+    async def drain(self, seconds: float) -> int:
+        """Wait until no call is in hand, at most ``seconds``; the number still in hand."""
+        with anyio.move_on_after(seconds):
+            while self.calls_in_hand:
+                await anyio.sleep(0.02)
+        return self.calls_in_hand
+
+    @property
+    def calls_in_hand(self) -> int:
+        return sum(len(process.calls) for process in self._processes)
+
+    @property
+    def pids(self) -> list[int]:
+        return [pid for process in self._processes if process.alive and (pid := process.pid) is not None]
+
+    async def wait_ready(self) -> None:
+        """Until every process is running (tests and benchmarks)."""
+        while not all(process.alive for process in self._processes):
+            await self._live_changed.wait()
+
+    # ------------------------------------------------------------------ what every process gets
+
+    def configure(self, config: WorkerConfig) -> None:
+        """Serve with ``config`` in every process, and in every process started later."""
+        self._config = pickle.dumps(config)
+        self._broadcast(pipe.CONFIG, self._config)
+
+    def flush_models(self) -> None:
+        self._broadcast(pipe.FLUSH_MODELS)
+
+    def _broadcast(self, kind: bytes, body: bytes = b"") -> None:
+        for process in self._processes:
+            if process.alive:
+                process.send(kind, 0, body)
+
+    # ------------------------------------------------------------------ calls
+
+    async def forward(self, invocation: Invocation, frame: bytes) -> bytes | None:
+        """Have a process answer ``frame``; the reply frame's bytes (None: no reply due)."""
+        hint = session_hint(frame)
+        with anyio.move_on_after(NO_PROCESS_SECONDS):
+            while True:
+                live = [process for process in self._processes if process.alive]
+                if live:
+                    break
+                await self._live_changed.wait()
+        if not live:
+            return lost_call_reply(invocation, "no worker process is running")
+        process = self._affinity.choose(live, hint)
+        assert isinstance(process, _Process)
+        call = _Call(invocation, len(frame))
+        tag = next(self._tags)
+        process.calls[tag] = call
+        process.load += call.size
+        try:
+            process.send(pipe.CALL, tag, frame)
+            try:
+                await process.flush()
+            except (ConnectionError, RuntimeError):
+                pass  # the process died; its supervisor answers the call
+            await call.done.wait()
+        finally:
+            process.calls.pop(tag, None)
+            process.load -= call.size
+        return call.reply
+
+    # ------------------------------------------------------------------ one process's life
+
+    async def _supervise(self, process: _Process) -> None:
+        quick_deaths = 0
+        while not self._closing:
+            started = time.monotonic()
+            try:
+                await self._start(process)
+            except OSError as exc:
+                log.error("could not start worker process %d: %s", process.index, exc)
+            else:
+                await self._serve_replies(process)
+                status = await process.proc.wait() if process.proc is not None else None
+                self._lost(process, status)
+            if self._closing:
+                return
+            quick_deaths = quick_deaths + 1 if time.monotonic() - started < QUICK_DEATH_SECONDS else 0
+            pause = min(MAX_RESTART_PAUSE_SECONDS, 0.05 * 2 ** quick_deaths) if quick_deaths else 0.0
+            await anyio.sleep(pause)
+
+    async def _start(self, process: _Process) -> None:
+        process.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "context_manager.processes.child", self._engine_url,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=2**20)
+        if self._config is not None:
+            process.send(pipe.CONFIG, 0, self._config)
+        process.alive = True
+        log.info("worker process %d started (pid=%d)", process.index, process.proc.pid)
+        self._signal_live()
+
+    async def _serve_replies(self, process: _Process) -> None:
+        assert process.proc is not None and process.proc.stdout is not None
+        async with anyio.create_task_group() as relays:
+            while (message := await pipe.receive(process.proc.stdout)) is not None:
+                kind, tag, body = message
+                if kind == pipe.ANSWER:
+                    call = process.calls.get(tag)
+                    if call is not None and not call.done.is_set():
+                        call.reply = body or None
+                        call.done.set()
+                elif kind == pipe.INVOKE:
+                    relays.start_soon(self._relay, process, tag, body)
+            process.alive = False  # no new call goes to it from here on
+            relays.cancel_scope.cancel()
+
+    def _lost(self, process: _Process, status: int | None) -> None:
+        process.alive = False
+        self._signal_live()
+        why = _exit_text(status)
+        if process.calls:
+            log.error("worker process %d (pid=%s) %s holding %d calls; they are answered with an "
+                      "error", process.index, process.pid, why, len(process.calls))
+        elif not self._closing:
+            log.warning("worker process %d (pid=%s) %s", process.index, process.pid, why)
+        for call in process.calls.values():
+            if not call.done.is_set():
+                call.reply = lost_call_reply(call.invocation, f"the worker process serving this call {why}")
+                call.done.set()
+        if not self._closing:
+            self.restarts += 1
+
+    def _signal_live(self) -> None:
+        self._live_changed.set()
+        self._live_changed = anyio.Event()
+
+    async def _relay(self, process: _Process, tag: int, body: bytes) -> None:
+        """Make the engine call a process asked for and send it the outcome."""
+        header_end = body.index(b"\n")
+        header = orjson.loads(body[:header_end])
+        frame = {"traceparent": header.get("traceparent"), "baggage": header.get("baggage")}
+        context = trace.CURRENT_TRACE.set(trace.from_frame(frame))
+        try:
+            result = await self._engine_invoke(
+                header["function_id"], orjson.Fragment(body[header_end + 1:]),
+                timeout_ms=header["timeout_ms"])
+            outcome: dict[str, Any] = {"result": result}
+        except RemoteError as exc:
+            outcome = {"error": str(exc)}
+        finally:
+            trace.CURRENT_TRACE.reset(context)
+        if process.alive:
+            process.send(pipe.RESULT, tag, codec.dumps_wire(outcome))
+            try:
+                await process.flush()
+            except (ConnectionError, RuntimeError):
+                pass
+
+
+def _exit_text(status: int | None) -> str:
+    if status is None:
+        return "stopped"
+    if status < 0:
+        return f"was killed by signal {-status}"
+    return f"exited with status {status}"

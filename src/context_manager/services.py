@@ -1,0 +1,101 @@
+"""What one serving process works with: the adapters behind every port, the configuration in
+force, and the engine-facing handlers built on them.
+
+The worker builds one set over its engine connection; each process of ``--processes N`` builds
+its own over the calls its parent makes for it. A call takes a snapshot (:meth:`context`), so a
+reload never changes a call already running.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from context_manager.adapters.fs_lease_store import FsLeaseStore
+from context_manager.adapters.memory_session_store import MemorySessionStore
+from context_manager.adapters.model_cache import CachingModelResolver
+from context_manager.adapters.router_counter import RouterTokenCounter
+from context_manager.adapters.router_models import RouterModelResolver
+from context_manager.adapters.router_summarizer import RouterSummarizer
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
+from context_manager.adapters.traced import TracedLeaseStore, TracedModelResolver, TracedSummarizer
+from context_manager.config.paths import resolve_lease_dir
+from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
+from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+from context_manager.handlers.context import HandlerContext
+from context_manager.handlers.observe import Served, observe
+from context_manager.handlers.registry import FUNCTIONS
+from context_manager.ports import NO_TELEMETRY, Invoke, LeaseStore, SystemClock, Telemetry
+
+log = logging.getLogger("context_manager.worker")
+
+
+class Services:
+    """The adapters of one process and the configuration they serve with."""
+
+    def __init__(self, invoke: Invoke, engine_url: str, telemetry: Telemetry = NO_TELEMETRY) -> None:
+        self.telemetry = telemetry
+        self.config: WorkerConfig = DEFAULT_CONFIG
+        self.lease_store: LeaseStore | None = None
+        resolver: Any = RouterModelResolver(invoke)
+        self.summarizer: Any = RouterSummarizer(invoke, engine_url, lambda: self.config.summarizer_timeout_ms)
+        if telemetry.enabled:
+            resolver = TracedModelResolver(resolver, telemetry)
+            self.summarizer = TracedSummarizer(self.summarizer, telemetry)
+        self.model_cache = CachingModelResolver(resolver, SystemClock())
+        # Remembered compactions (`summary_reuse`): one bounded store for the process, kept
+        # across reloads.
+        self.session_store = MemorySessionStore()
+        self.token_counter = RouterTokenCounter(invoke, logging.getLogger("context_manager"))
+        self.on_config_change: Callable[[], Any] | None = None
+        # What the models-changed flush empties (anything with ``flush()``).
+        self.flushed_on_models_changed: Any = self.model_cache
+
+    def open_lease_store(self, config: WorkerConfig) -> LeaseStore:
+        """The lease store ``config`` names; raises ``LeaseDirError`` when it cannot be opened."""
+        store = FsLeaseStore(resolve_lease_dir(config.lease_dir))
+        if not self.telemetry.enabled:
+            return store
+        return TracedLeaseStore(store, self.telemetry, lambda: lease_ttl_ms(self.config.lease_ttl_secs),
+                                SystemClock().now_ms)
+
+    def adopt(self, config: WorkerConfig) -> None:
+        """Serve with ``config`` from now on; a store it changes is opened first, so when that
+        fails (``LeaseDirError``) the previous store and configuration stay in force."""
+        if self.lease_store is None or config.lease_dir != self.config.lease_dir:
+            store = self.open_lease_store(config)
+            replacing = self.lease_store is not None
+            # Store first, then the snapshot: the snapshot's lease_dir always matches a store.
+            self.lease_store = store
+            if replacing:
+                log.info("lease store replaced (lease_dir=%s)", config.lease_dir)
+        self.config = config
+
+    def context(self) -> HandlerContext:
+        """The snapshot one call works with; a reload never changes a snapshot already taken."""
+        return HandlerContext(
+            config=self.config,
+            resolver=self.model_cache,
+            summarizer=self.summarizer,
+            lease_store=self.lease_store,
+            clock=SystemClock(),
+            tokenizers=PACKAGED_TOKENIZERS,
+            log=logging.getLogger("context_manager"),
+            model_cache=self.flushed_on_models_changed,
+            on_config_change=self.on_config_change,
+            payload_from_json=True,
+            session_store=self.session_store,
+            token_counter=self.token_counter,
+        )
+
+    def served(self, function_id: str) -> Served:
+        """The engine-facing callable of ``function_id``: each call gets a fresh snapshot and is
+        observed (span, metrics, one INFO line). Failures propagate to whoever answers the
+        frame, which replies (and logs a defect) once."""
+        handler = FUNCTIONS[function_id]
+
+        async def serve(payload: Any) -> Any:
+            return await handler(payload, self.context())
+
+        return observe(function_id, serve, self.telemetry)
