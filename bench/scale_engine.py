@@ -104,7 +104,7 @@ class BenchEngine(TestEngine):
             if self._ours(split[0]):
                 self._settle(split[0], Reply(split[1]))
                 return
-        elif self._waiting or self.ledger.done:
+        elif (self._waiting or self.ledger.done) and b'"invocationresult"' in message:
             try:
                 frame = decode(message)
             except ValueError:

@@ -72,6 +72,21 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("VmRSS not found")
 
 
+def tree_rss_kib(pid: int) -> int:
+    """Resident memory of ``pid`` plus every descendant (a worker running child processes)."""
+    total, order = rss_kib(pid), [pid]
+    while order:
+        member = order.pop()
+        try:
+            children = [int(c) for task in Path(f"/proc/{member}/task").iterdir()
+                        for c in (task / "children").read_text().split()]
+            total += sum(rss_kib(child) for child in children)
+        except (OSError, RuntimeError):  # a child that has just exited holds no memory
+            continue
+        order.extend(children)
+    return total
+
+
 def healthy(engine: TestEngine) -> bool:
     return engine.call("context::count-tokens", HELLO, timeout=10)["tokens"] == 17
 
