@@ -45,9 +45,14 @@ def main() -> int:
                         help="worker processes (passed to the worker as --processes N when N is not 1)")
     parser.add_argument("--json", help="also write the report to this file")
     args = parser.parse_args()
-    report = run_load(args.concurrency, args.total, sample_every=max(1, args.total // 20),
-                      processes=args.processes)
-    result = {**report.as_dict(), "problems": verdict(report)}
+    try:
+        report = run_load(args.concurrency, args.total, sample_every=max(1, args.total // 20),
+                          processes=args.processes)
+    except AssertionError as exc:  # the worker did not start: say why, as a report
+        tail = str(exc).strip().splitlines()[-1:] or ["no output"]
+        result: dict = {"processes": args.processes, "problems": [f"worker did not start: {tail[0]}"]}
+    else:
+        result = {**report.as_dict(), "problems": verdict(report)}
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
