@@ -82,3 +82,12 @@ def tree_cpu(pid: int) -> dict[int, float]:
 
 def tree_rss_kib(pid: int) -> int:
     return sum(rss_kib(member) for member in tree(pid))
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (``/proc/stat``), so
+    that a phase can say how much of the machine went to other programs."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / _TICK

@@ -43,7 +43,8 @@ def _reader(stream: IO[bytes], events: queue.Queue[dict[str, Any] | None]) -> No
 
 
 class _Cpu:
-    """CPU seconds of the worker tree (per process), the load process and this sampler."""
+    """CPU seconds of the worker tree (per process), the load process, this sampler and the
+    whole machine."""
 
     def __init__(self, worker_pid: int, load_pid: int) -> None:
         self.worker_pid, self.load_pid = worker_pid, load_pid
@@ -51,16 +52,20 @@ class _Cpu:
     def snapshot(self) -> dict[str, Any]:
         own = os.times()
         return {"worker": proctree.tree_cpu(self.worker_pid), "load": proctree.cpu_seconds(self.load_pid) or 0.0,
-                "sampler": own.user + own.system}
+                "sampler": own.user + own.system, "machine": proctree.machine_busy_seconds()}
 
     def delta(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         per_process = {}
         for pid, seconds in after["worker"].items():
             role = "parent" if pid == self.worker_pid else f"child {pid}"
             per_process[role] = round(seconds - before["worker"].get(pid, 0.0), 3)
-        return {"worker_tree": round(sum(per_process.values()), 3), "worker": per_process,
-                "engine_and_callers": round(after["load"] - before["load"], 3),
-                "sampler": round(after["sampler"] - before["sampler"], 3)}
+        out = {"worker_tree": round(sum(per_process.values()), 3), "worker": per_process,
+               "engine_and_callers": round(after["load"] - before["load"], 3),
+               "sampler": round(after["sampler"] - before["sampler"], 3)}
+        # Whatever else ran on the machine meanwhile (other programs share its cores).
+        ours = out["worker_tree"] + out["engine_and_callers"] + out["sampler"]
+        out["others"] = round(max(0.0, after["machine"] - before["machine"] - ours), 3)
+        return out
 
 
 def run_one(processes: int, plan: Plan, log: IO[str] = sys.stderr) -> dict[str, Any]:

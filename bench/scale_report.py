@@ -3,13 +3,14 @@ measured in the same invocation."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from bench.scale_workload import Plan
 
 MEASURED = ("small", "mixed")
 COLUMNS = ("processes", "phase", "seconds", "small calls", "small/s", "small p50 ms", "small p99 ms",
-           "large calls", "large/s", "MB/s", "worker CPU s", "cores", "engine+callers CPU s", "peak RSS MB")
+           "large calls", "large/s", "MB/s", "worker CPU s", "cores", "engine+callers CPU s", "others CPU s", "peak RSS MB")
 
 
 def _observed(run: dict[str, Any]) -> dict[str, set[str]]:
@@ -64,7 +65,7 @@ def _row(run: dict[str, Any], name: str) -> list[str]:
             f"{small['p50_ms']:.1f}", f"{small['p99_ms']:.1f}", str(large["calls"]),
             f"{large['calls_per_s']:.2f}" if large["calls"] else "—", f"{mb:.1f}", f"{cpu['worker_tree']:.2f}",
             f"{cpu['worker_tree'] / phase['seconds']:.2f}", f"{cpu['engine_and_callers']:.2f}",
-            f"{phase['peak_rss_kib'] / 1024:.0f}"]
+            f"{cpu['others']:.2f}", f"{phase['peak_rss_kib'] / 1024:.0f}"]
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -106,7 +107,7 @@ def _per_process(run: dict[str, Any]) -> list[str]:
         cpu = run["phases"][name]["cpu"]
         parts = ", ".join(f"{role} {seconds:.2f}" for role, seconds in cpu["worker"].items())
         lines.append(f"processes={run['processes']} {name}: worker CPU s {parts}; engine+callers "
-                     f"{cpu['engine_and_callers']:.2f}; sampler {cpu['sampler']:.2f}")
+                     f"{cpu['engine_and_callers']:.2f}; sampler {cpu['sampler']:.2f}; other programs {cpu['others']:.2f}")
     hwm = ", ".join(f"{role} {kib / 1024:.0f}" for role, kib in run["hwm_kib"].items())
     lines.append(f"processes={run['processes']}: peak RSS of the tree {run['peak_rss_kib'] / 1024:.0f} MB "
                  f"(sampled every 50 ms); VmHWM MB {hwm}")
@@ -115,7 +116,7 @@ def _per_process(run: dict[str, Any]) -> list[str]:
 
 def render(runs: list[dict[str, Any]], verdict: dict[str, Any], plan: Plan) -> str:
     done = [run for run in runs if "failed" not in run]
-    lines = [f"{plan.small_callers} small callers (W1), {plan.large_callers} large callers (W3) in the mixed phase; "
+    lines = [f"{os.cpu_count()} cores; {plan.small_callers} small callers (W1), {plan.large_callers} large callers (W3) in the mixed phase; "
              f"phases {plan.small_seconds:g} s small-only, {plan.mixed_seconds:g} s mixed after {plan.warm_seconds:g} s warm-up"]
     if done:
         sizes = done[0]["request_bytes"]

@@ -15,7 +15,7 @@ import pytest
 from engine_harness.process import processes_flag
 
 from bench.scale_engine import _split
-from bench.scale_report import checks
+from bench.scale_report import checks, render
 from bench.scale_workload import QUICK, digest, payloads
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +57,32 @@ def test_checks_name_a_failed_run_a_doubled_reply_and_a_changed_answer():
     assert changed["identical_across_runs"] is False
 
 
+def _measured(processes: int, small_p99: float, mixed_p99: float, calls_per_s: float, peak_kib: int) -> dict:
+    def phase(p99: float, large_calls: int) -> dict:
+        cpu = {"worker_tree": 2.0, "worker": {"parent": 0.5, "child 9": 1.5}, "engine_and_callers": 0.8,
+               "sampler": 0.01, "others": 0.3}
+        return {**_phase(10, {"small#0": ["d0"]}), "small": {"calls": 10, "wrong": 0, "calls_per_s": calls_per_s,
+                "mb_per_s": 3.0, "p50_ms": 1.0, "p99_ms": p99},
+                "large": {"calls": large_calls, "wrong": 0, "calls_per_s": 0.0, "mb_per_s": 0.0}, "cpu": cpu,
+                "peak_rss_kib": peak_kib}
+
+    return {**_run(processes, {}), "phases": {"small": phase(small_p99, 0), "mixed": phase(mixed_p99, 2)},
+            "request_bytes": {"small": 320_000, "large": 6_000_000}, "peak_rss_kib": peak_kib,
+            "hwm_kib": {"parent": peak_kib}}
+
+
+def test_the_ratios_of_two_runs_are_printed_from_the_same_invocation():
+    runs = [_measured(1, 10.0, 40.0, 100.0, 100 * 1024), _measured(2, 10.0, 15.0, 150.0, 180 * 1024)]
+    text = render(runs, checks(runs), QUICK)
+    assert "small-call p99 mixed / small-only, processes=1: 4.00× (40.0 / 10.0 ms)" in text
+    assert "small-call p99 mixed / small-only, processes=2: 1.50× (15.0 / 10.0 ms)" in text
+    assert "throughput 2/1, small-only calls/s: 1.50×" in text
+    assert "throughput 2/1, mixed calls/s: 1.50×; mixed MB/s: 1.00×" in text
+    assert "peak RSS of the worker tree 2/1: 1.80× (180 / 100 MB)" in text
+    assert "processes=2 mixed: worker CPU s parent 0.50, child 9 1.50; engine+callers 0.80; sampler 0.01; other programs 0.30" in text
+    assert "answers byte-identical across runs: yes" in text
+
+
 @pytest.mark.slow  # starts a test engine and a worker subprocess, and builds the W1 and W3 histories
 def test_quick_run_at_one_process_answers_every_call_once_with_the_in_process_answer(tmp_path):
     from bench.child import instant_summarizer
@@ -72,7 +98,7 @@ def test_quick_run_at_one_process_answers_every_call_once_with_the_in_process_an
     header = next(i for i, line in enumerate(lines) if line.startswith("processes  phase"))
     assert re.split(r"\s{2,}", lines[header].strip()) == [
         "processes", "phase", "seconds", "small calls", "small/s", "small p50 ms", "small p99 ms", "large calls",
-        "large/s", "MB/s", "worker CPU s", "cores", "engine+callers CPU s", "peak RSS MB"]
+        "large/s", "MB/s", "worker CPU s", "cores", "engine+callers CPU s", "others CPU s", "peak RSS MB"]
     assert [line.split()[:2] for line in lines[header + 2:header + 4]] == [["1", "small"], ["1", "mixed"]]
     assert "every call answered exactly once with the in-process answer: yes" in lines
 
@@ -87,7 +113,7 @@ def test_quick_run_at_one_process_answers_every_call_once_with_the_in_process_an
     calls = sum(p[kind]["calls"] for p in phases.values() for kind in ("small", "large"))
     assert run["ledger"] == {"sent": calls, "answered": calls, "doubled": 0, "reparsed": 0, "still_waiting": 0}
     assert all(p["lost"] == p["errors"] == p["small"]["wrong"] == p["large"]["wrong"] == 0 for p in phases.values())
-    assert set(phases["small"]["cpu"]) == {"worker_tree", "worker", "engine_and_callers", "sampler"}
+    assert set(phases["small"]["cpu"]) == {"worker_tree", "worker", "engine_and_callers", "sampler", "others"}
     assert run["peak_rss_kib"] > 0 and set(run["hwm_kib"]) == {"parent"}
 
     # Every answer seen, per payload, is the library's own answer to that payload.
