@@ -41,8 +41,13 @@ def median(samples: list[float]) -> float:
 
 def p95(samples: list[float]) -> float:
     """Nearest-rank 95th percentile."""
+    return percentile(samples, 0.95)
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Nearest-rank ``q`` quantile (``q`` in (0, 1])."""
     ordered = sorted(samples)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 def paired_ratio(measured: list[float], baseline: list[float]) -> float | None:

@@ -2,7 +2,7 @@
 test engine against a worker subprocess. Prints one JSON report; exit status 1 when any call is
 unanswered or wrong, something is left pending, or resident memory keeps growing.
 
-    python scripts/load.py [--concurrency 500] [--total 10000] [--json FILE]
+    python scripts/load.py [--concurrency 500] [--total 10000] [--processes N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -41,10 +41,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=500)
     parser.add_argument("--total", type=int, default=10_000)
+    parser.add_argument("--processes", type=int, default=1,
+                        help="worker processes (passed to the worker as --processes N when N is not 1)")
     parser.add_argument("--json", help="also write the report to this file")
     args = parser.parse_args()
-    report = run_load(args.concurrency, args.total, sample_every=max(1, args.total // 20))
-    result = {**report.as_dict(), "problems": verdict(report)}
+    try:
+        report = run_load(args.concurrency, args.total, sample_every=max(1, args.total // 20),
+                          processes=args.processes)
+    except AssertionError as exc:  # the worker did not start: say why, as a report
+        tail = str(exc).strip().splitlines()[-1:] or ["no output"]
+        result: dict = {"processes": args.processes, "problems": [f"worker did not start: {tail[0]}"]}
+    else:
+        result = {**report.as_dict(), "problems": verdict(report)}
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

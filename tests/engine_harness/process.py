@@ -11,6 +11,12 @@ from pathlib import Path
 from typing import IO
 
 
+def processes_flag(processes: int) -> tuple[str, ...]:
+    """The worker's ``--processes`` argument, left out for one process: that is the default, and
+    a worker built before the flag existed still starts."""
+    return () if processes == 1 else ("--processes", str(processes))
+
+
 class WorkerProcess:
     """``python -m context_manager --url <engine>``; stderr is kept in a file for assertions."""
 

@@ -4,6 +4,7 @@ read from it: raw invocations, resident memory, health."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +33,18 @@ def routed_budgets() -> dict[str, Any]:
         "effective_max_output_tokens": 200}}
 
 
+def _wait_for_start(engine: TestEngine, process: WorkerProcess, timeout: float) -> None:
+    """Until the worker serves all its functions; its stderr as soon as it exits instead."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            engine.wait_for_functions(SEVEN, timeout=0.5)
+            return
+        except TimeoutError:
+            if process.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(process.stderr) from None
+
+
 @contextmanager
 def worker_on_engine(tmp_path: Path, *, router: FakeRouter | None = None,
                      env: dict[str, str] | None = None, args: tuple[str, ...] = (),
@@ -41,10 +54,7 @@ def worker_on_engine(tmp_path: Path, *, router: FakeRouter | None = None,
                                              **(env or {})}, cwd=tmp_path)
     try:
         if wait:
-            try:
-                engine.wait_for_functions(SEVEN, timeout=30)
-            except TimeoutError:
-                raise AssertionError(process.stderr) from None
+            _wait_for_start(engine, process, timeout=30)
         yield engine, process
     finally:
         process.kill()
@@ -70,6 +80,21 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError("VmRSS not found")
+
+
+def tree_rss_kib(pid: int) -> int:
+    """Resident memory of ``pid`` plus every descendant (a worker running child processes)."""
+    total, order = rss_kib(pid), [pid]
+    while order:
+        member = order.pop()
+        try:
+            children = [int(c) for task in Path(f"/proc/{member}/task").iterdir()
+                        for c in (task / "children").read_text().split()]
+            total += sum(rss_kib(child) for child in children)
+        except (OSError, RuntimeError):  # a child that has just exited holds no memory
+            continue
+        order.extend(children)
+    return total
 
 
 def healthy(engine: TestEngine) -> bool:

@@ -4,7 +4,8 @@ A caller connects to the engine with the project's own engine client and keeps `
 invocations in flight until ``total`` calls are done. Payloads come from a fixed mix of sizes
 (a greeting, tool-heavy sessions that prune, sessions that need emergency reduction, a capped
 1 MB result, images); each answer is compared with the in-process answer of the same payload.
-Resident memory of the worker is sampled after every ``sample_every`` calls.
+Resident memory of the worker (with its child processes, if it runs any) is sampled after every
+``sample_every`` calls.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from typing import Any
 
 import anyio
 import orjson
+from engine_harness.process import processes_flag
 
 from context_manager import call
 from context_manager.engine.client import EngineClient, RemoteError, worker_metadata
 from context_manager.wire.codec import dumps_wire
 
-from .engine_support import rss_kib, worker_on_engine
+from .engine_support import tree_rss_kib, worker_on_engine
 
 
 def _user(text: str, ts: int, image: bool = False) -> dict[str, Any]:
@@ -144,7 +146,7 @@ async def _drive(url: str, pid: int, mix: list[dict[str, Any]], expected: list[A
                 report.wrong += 1
             done += 1
             if done % sample_every == 0:
-                report.rss_kib.append((done, rss_kib(pid)))
+                report.rss_kib.append((done, tree_rss_kib(pid)))
 
     async with anyio.create_task_group() as group:
         group.start_soon(caller.run)
@@ -165,7 +167,7 @@ async def _drive(url: str, pid: int, mix: list[dict[str, Any]], expected: list[A
 
 
 def run_load(concurrency: int, total: int, sample_every: int = 100,
-             workdir: Path | None = None) -> LoadReport:
+             workdir: Path | None = None, processes: int = 1) -> LoadReport:
     logging.getLogger("context_manager").setLevel(logging.WARNING)
     mix = payload_mix()
     expected = expected_answers(mix)
@@ -173,10 +175,10 @@ def run_load(concurrency: int, total: int, sample_every: int = 100,
     report = LoadReport(concurrency, total)
     with tempfile.TemporaryDirectory() as scratch:
         base = workdir or Path(scratch)
-        with worker_on_engine(base) as (engine, process):
+        with worker_on_engine(base, args=processes_flag(processes)) as (engine, process):
             pid = process.proc.pid
             report.threads_before, report.fds_before = _threads(pid), _fds(pid)
-            report.rss_kib.append((0, rss_kib(pid)))
+            report.rss_kib.append((0, tree_rss_kib(pid)))
             anyio.run(_drive, engine.url, pid, mix, expected, report, sample_every)
             time.sleep(0.5)
             report.threads_after, report.fds_after = _threads(pid), _fds(pid)
