@@ -20,18 +20,22 @@ import anyio
 
 from context_manager._version import __version__
 from context_manager.adapters.configuration import ConfigurationSource
-from context_manager.adapters.fs_lease_store import FsLeaseStore, LeaseDirError
-from context_manager.adapters.memory_session_store import MemorySessionStore
+from context_manager.adapters.fs_lease_store import LeaseDirError
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.otel_telemetry import telemetry_from_environment
 from context_manager.adapters.router_counter import RouterTokenCounter
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
+from context_manager.adapters.stores import (
+    build_lease_store,
+    build_session_store,
+    describe_lease_store,
+    lease_store_changed,
+    session_store_changed,
+)
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
-from context_manager.adapters.traced import TracedLeaseStore, TracedModelResolver, TracedSummarizer
-from context_manager.config.paths import resolve_lease_dir
+from context_manager.adapters.traced import TracedModelResolver, TracedSummarizer
 from context_manager.config.seed import load_seed
-from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.engine.client import (
     EngineClient,
@@ -87,16 +91,16 @@ class Worker:
         self.telemetry = telemetry
         self.config: WorkerConfig = DEFAULT_CONFIG
         self.lease_store: Any = None
-        invoke = invoke_callable(client)
+        self.invoke = invoke = invoke_callable(client)
         resolver: Any = RouterModelResolver(invoke)
         self.summarizer: Any = RouterSummarizer(invoke, client.url, lambda: self.config.summarizer_timeout_ms)
         if telemetry.enabled:
             resolver = TracedModelResolver(resolver, telemetry)
             self.summarizer = TracedSummarizer(self.summarizer, telemetry)
         self.model_cache = CachingModelResolver(resolver, SystemClock())
-        # Remembered compactions (`summary_reuse`): one bounded store for the process, kept
-        # across reloads.
-        self.session_store = MemorySessionStore()
+        # Remembered compactions (`summary_reuse`): one store for the process, kept across
+        # reloads that leave `session_store` (and its TTL) alone.
+        self.session_store = build_session_store(self.config, invoke)
         self.token_counter = RouterTokenCounter(invoke, logging.getLogger("context_manager"))
         self._reload_lock = anyio.Lock()
 
@@ -115,9 +119,11 @@ class Worker:
         except Exception as exc:
             raise BootError("loading context-manager configuration", exc) from exc
         try:
-            self.lease_store = self._traced(FsLeaseStore(resolve_lease_dir(self.config.lease_dir)))
+            self.lease_store = self._lease_store(self.config)
         except LeaseDirError as exc:
             raise BootError("opening the compaction lease directory", exc) from exc
+        if session_store_changed(DEFAULT_CONFIG, self.config):
+            self.session_store = build_session_store(self.config, self.invoke)
         await self.register_functions()
 
     async def register_functions(self) -> None:
@@ -161,11 +167,8 @@ class Worker:
 
         return observe(function_id, serve, self.telemetry)
 
-    def _traced(self, store: FsLeaseStore) -> Any:
-        if not self.telemetry.enabled:
-            return store
-        return TracedLeaseStore(store, self.telemetry, lambda: lease_ttl_ms(self.config.lease_ttl_secs),
-                                SystemClock().now_ms)
+    def _lease_store(self, config: WorkerConfig) -> Any:
+        return build_lease_store(config, self.invoke, self.telemetry, current_config=lambda: self.config)
 
     def context(self) -> HandlerContext:
         """The snapshot one call works with; a reload never changes a snapshot already taken."""
@@ -197,9 +200,9 @@ class Worker:
             except Exception as exc:
                 log.error("configuration reload failed; the previous configuration stays in force: %s", exc)
                 return
-            if config.lease_dir != self.config.lease_dir:
+            if lease_store_changed(self.config, config):
                 try:
-                    store = self._traced(FsLeaseStore(resolve_lease_dir(config.lease_dir)))
+                    store = self._lease_store(config)
                 except LeaseDirError as exc:
                     log.error(
                         "new lease store could not be opened; previous store and configuration "
@@ -209,7 +212,10 @@ class Worker:
                     return
                 # Store first, then the snapshot: the snapshot's lease_dir always matches a store.
                 self.lease_store = store
-                log.info("lease store replaced (lease_dir=%s)", config.lease_dir)
+                log.info("lease store replaced (%s)", describe_lease_store(config))
+            if session_store_changed(self.config, config):
+                self.session_store = build_session_store(config, self.invoke)
+                log.info("session store replaced (session_store=%s)", config.session_store)
             self.config = config
             log.info("configuration reloaded")
 
