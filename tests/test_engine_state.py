@@ -1,4 +1,4 @@
-"""The test engine's `state::*` functions: the §7.2 inputs, replies and errors, on and off the wire."""
+"""The test engine's `state::*` functions (docs/iii-engine-protocol.md): inputs, replies, errors."""
 
 from __future__ import annotations
 

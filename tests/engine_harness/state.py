@@ -1,8 +1,9 @@
 """The engine's `state::*` functions (worker `iii-state`): values by scope and key, in memory.
 
-Inputs, replies and error codes follow the protocol brief §7.2. Every function runs without
-awaiting, so on the engine's single event loop each call (an `update` included) is atomic.
-Events (`state:created`, `state:updated`, `state:deleted`) are recorded, not delivered.
+Inputs, replies and error codes follow the `state::*` table of docs/iii-engine-protocol.md.
+Every function runs without awaiting, so on the engine's single event loop each call (an
+`update` included) is atomic. Events (`state:created`, `state:updated`, `state:deleted`) are
+recorded, not delivered.
 """
 
 from __future__ import annotations
