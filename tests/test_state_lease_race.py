@@ -1,5 +1,6 @@
-"""`lease_store: state` through a real engine: processes racing one lease key make exactly one
-summariser call, and a state store that is absent or failing reads as busy with one warning line."""
+"""`lease_store: state` and `session_store: state` through a real engine: processes racing one
+lease key make exactly one summariser call, a state store that is absent or failing reads as busy
+with one warning line, and remembered compactions are shared through it."""
 
 from __future__ import annotations
 
@@ -180,3 +181,40 @@ def test_lease_store_hot_reloads_between_files_and_state(
     eventually(lambda: "lease store replaced (lease_dir=data/context-manager)" in worker.stderr)
     assert engine.call("context::compact", _request(), timeout=20)["status"] == "ok"
     assert len(router.chat_calls) == 3
+
+
+SESSION_WARNING = "state store unusable for remembered compactions"
+REUSE_SHARED = "summary_reuse: true\nsession_store: state\n"
+
+
+def _grown(rounds: int) -> dict[str, Any]:
+    from test_summary_reuse import _grown as grown
+
+    return grown(rounds)
+
+
+def test_a_remembered_compaction_in_the_state_store_is_reused(
+        engine: TestEngine, router: FakeRouter, start_worker: Callable[..., WorkerProcess]) -> None:
+    router.chat_delay_s = 0.0
+    start_worker(engine, REUSE_SHARED)
+    first = engine.call("context::assemble", _grown(12), timeout=20)
+    asked = len(router.chat_calls)  # the head is summarised in pieces
+    assert first["applied"]["compacted"] is True and asked >= 1
+    [record] = engine.state.groups["context_session"].values()
+    assert record["summary"] == first["applied"]["summary"]
+    assert record["expires_at"] > int(time.time() * 1000) + 3_500_000
+    second = engine.call("context::assemble", _grown(13), timeout=20)
+    assert second["applied"]["summary_reused"] is True and len(router.chat_calls) == asked
+
+
+def test_without_a_state_worker_summaries_are_not_reused_with_one_warning(
+        stateless_engine: TestEngine, router: FakeRouter, start_worker: Callable[..., WorkerProcess]) -> None:
+    router.chat_delay_s = 0.0
+    worker = start_worker(stateless_engine, REUSE_SHARED)
+    asked = []
+    for rounds in (12, 13):
+        answer = stateless_engine.call("context::assemble", _grown(rounds), timeout=20)
+        assert answer["applied"]["compacted"] is True and "summary_reused" not in answer["applied"]
+        asked.append(len(router.chat_calls))
+    assert asked[1] > asked[0] >= 1  # the second call summarised again
+    assert worker.stderr.count(SESSION_WARNING) == 1, worker.stderr

@@ -312,3 +312,14 @@ def test_what_a_reload_rebuilds() -> None:
     assert session_store_changed(shared, replace(shared, session_ttl_secs=5))
     assert describe_lease_store(base) == "lease_dir=data/context-manager"
     assert describe_lease_store(on_state) == "lease_store=state"
+
+
+def test_a_one_shot_call_without_an_engine_uses_the_file_and_memory_stores(tmp_path: Path) -> None:
+    from context_manager.api import LIBRARY_SESSIONS, build_context
+    from context_manager.config.parse import parse_config_value
+
+    config = parse_config_value({"lease_store": "state", "session_store": "state",
+                                 "lease_dir": str(tmp_path / "leases")})
+    ctx = build_context(config, lambda system, prompt, model: "summary")
+    assert isinstance(ctx.lease_store, FsLeaseStore) and ctx.lease_store.directory == tmp_path / "leases"
+    assert ctx.session_store is LIBRARY_SESSIONS
