@@ -16,15 +16,14 @@ import logging
 from typing import Any
 
 from context_manager.ports import Clock, Invoke, InvokeError, RememberedCompaction
-from context_manager.wire.ints import I64_MAX
+from context_manager.wire.ints import I64_MAX, U64_MAX
 
 SCOPE = "context_session"
 TIMEOUT_MS = 5000
-_COUNT_MAX = 2**64 - 1
 
 
 def _count(value: Any) -> bool:
-    return type(value) is int and 0 <= value <= _COUNT_MAX
+    return type(value) is int and 0 <= value <= U64_MAX
 
 
 def record_from_value(value: Any, now_ms: int) -> RememberedCompaction | None:
