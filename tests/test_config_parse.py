@@ -39,7 +39,8 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "report_prefix": False, "reduce_to": 1.0, "summary_reuse": False,
                       "summary_placement": "system_prompt", "eager_compaction_at": None,
                       "retention": None,
-                      "count_calibration": "off"}
+                      "count_calibration": "off", "lease_store": "file", "session_store": "memory",
+                      "session_ttl_secs": 3600}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
@@ -168,6 +169,8 @@ def test_fetched_values_are_not_env_expanded(monkeypatch):
     ("summarizer_fallback", ("none", "extractive")),
     ("summary_placement", ("system_prompt", "message")),
     ("count_calibration", ("off", "usage")),
+    ("lease_store", ("file", "state")),
+    ("session_store", ("memory", "state")),
 ])
 def test_extension_enum_keys(key, allowed):
     for value in allowed:
@@ -243,6 +246,9 @@ def _without_description(prop: dict) -> dict:
     ("summary_placement", {"default": "system_prompt", "enum": ["system_prompt", "message"], "type": "string"}),
     ("eager_compaction_at", {"default": None, "exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]}),
     ("count_calibration", {"default": "off", "enum": ["off", "usage"], "type": "string"}),
+    ("lease_store", {"default": "file", "enum": ["file", "state"], "type": "string"}),
+    ("session_store", {"default": "memory", "enum": ["memory", "state"], "type": "string"}),
+    ("session_ttl_secs", {"default": 3600, "format": "uint64", "minimum": 1, "type": "integer"}),
 ])
 def test_schema_properties(key, expected):
     assert _without_description(dict(config_schema()["properties"][key])) == expected
@@ -259,9 +265,23 @@ def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
                 {"reduce_to": 1.5}, {"reduce_to": -0.5}, {"reduce_to": True}, {"reduce_to": "0.5"},
                 {"report_prefix": 1}, {"summary_reuse": "yes"}, {"summary_placement": "user"},
                 {"eager_compaction_at": 0.0}, {"eager_compaction_at": 2}, {"eager_compaction_at": "0.8"},
-                {"count_calibration": "on"}):
+                {"count_calibration": "on"}, {"lease_store": "engine"}, {"session_store": "file"},
+                {"session_ttl_secs": 0}, {"session_ttl_secs": -1}, {"session_ttl_secs": 1.5},
+                {"session_ttl_secs": "60"}):
         assert not validator.is_valid(bad)
         rejection(bad)
+
+
+@pytest.mark.parametrize("value,detail", [
+    (0, "invalid value: integer `0`, expected a positive integer"),
+    (-1, "invalid value: integer `-1`, expected u64"),
+    (1.5, "invalid type: floating point `1.5`, expected u64"),
+    (True, "invalid type: boolean `true`, expected u64"),
+    (None, "invalid type: null, expected u64"),
+])
+def test_session_ttl_secs_is_a_positive_integer(value, detail):
+    assert parse_config_value({"session_ttl_secs": 60}).session_ttl_secs == 60
+    assert rejection({"session_ttl_secs": value}) == f"json parse: {detail}"
 
 
 @pytest.mark.parametrize("value,expected", [(0.6, 0.6), (1.0, 1.0), (1, 1.0), (1e-9, 1e-9)])

@@ -114,6 +114,9 @@ def test_yaml_1_1_forms_are_strings_and_fail_typed_keys(text):
     ("anchor_messages: 1", "anchor_messages", 1),
     ("count_calibration: usage", "count_calibration", "usage"),
     ("count_calibration: off", "count_calibration", "off"),
+    ("lease_store: state", "lease_store", "state"),
+    ("session_store: state", "session_store", "state"),
+    ("session_ttl_secs: 60", "session_ttl_secs", 60),
 ])
 def test_yaml_1_2_scalars(text, key, expected):
     assert getattr(parse_seed_text(text, ENV), key) == expected

@@ -38,7 +38,8 @@ KEYS_1_1_6 = [
 EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "anchor_messages", "summary_check", "summarizer_fallback",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
-                  "eager_compaction_at", "retention", "count_calibration"]
+                  "eager_compaction_at", "retention", "count_calibration", "lease_store",
+                  "session_store", "session_ttl_secs"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -192,7 +193,8 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Budget defaults", ["reserved_tokens_cap", "reserved_pct", "allow_fallback_limits"]),
         ("Pruning and compaction", ["protect_recent_tokens", "decay_user_turns", "protected_user_turns",
                                     "min_free_tokens", "max_output_chars", "max_result_tokens", "tail_turns"]),
-        ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir"]),
+        ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir", "lease_store", "session_store",
+                     "session_ttl_secs"]),
         ("Overflow and counting", ["overflow_fallback", "estimator", "count_calibration", "user_less_compaction"]),
         ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback"]),
         ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "summary_reuse",
@@ -213,6 +215,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         "tail_turns": ("2", 0, 1, ""),
         "lease_ttl_secs": ("300", 0, 1, ""),
         "summarizer_timeout_ms": ("320000", 0, 1, ""),
+        "session_ttl_secs": ("3600", 1, 1, ""),
         "anchor_messages": ("0", 0, 1, ""),
         "reduce_to": ("1", 0, 0.05, ""),
         "eager_compaction_at": ("off", 0, 0.05, ""),
@@ -226,7 +229,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     assert switches == {"allow_fallback_limits": True, "overflow_fallback": False, "estimator": False,
                         "user_less_compaction": True, "summary_check": False, "summarizer_fallback": False,
                         "report_prefix": False, "summary_reuse": False, "summary_placement": False,
-                        "count_calibration": False}
+                        "count_calibration": False, "lease_store": False, "session_store": False}
     assert result["alert"] is None
     assert result["proposals"] == []
 
@@ -269,6 +272,12 @@ def test_form_editing_rules(tmp_path, node_available):
         {"value": {"summary_placement": "message"}, "edit": {"key": "summary_placement", "checked": False}},
         {"value": {}, "edit": {"key": "eager_compaction_at", "raw": "0.8"}},
         {"value": {"eager_compaction_at": 0.8}, "edit": {"key": "eager_compaction_at", "raw": ""}},
+        {"value": {}, "edit": {"key": "lease_store", "checked": True}},
+        {"value": {"lease_store": "state"}, "edit": {"key": "lease_store", "checked": False}},
+        {"value": {}, "edit": {"key": "session_store", "checked": True}},
+        {"value": {"session_store": "state"}, "edit": {"key": "session_store", "checked": False}},
+        {"value": {}, "edit": {"key": "session_ttl_secs", "raw": "60"}},
+        {"value": {}, "edit": {"key": "session_ttl_secs", "raw": "0"}},
     ]
     proposals = [r["proposals"] for r in render(scenarios, tmp_path)["results"]]
     assert proposals == [
@@ -304,6 +313,12 @@ def test_form_editing_rules(tmp_path, node_available):
         [{"summary_placement": "system_prompt"}],
         [{"eager_compaction_at": 0.8}],
         [{}],
+        [{"lease_store": "state"}],
+        [{"lease_store": "file"}],
+        [{"session_store": "state"}],
+        [{"session_store": "memory"}],
+        [{"session_ttl_secs": 60}],
+        [],
     ]
 
 

@@ -51,7 +51,8 @@ if CHROMIUM is None:
 
 NUMBER_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "decay_user_turns",
                "protected_user_turns", "min_free_tokens", "max_output_chars", "max_result_tokens",
-               "tail_turns", "lease_ttl_secs", "summarizer_timeout_ms", "anchor_messages"]
+               "tail_turns", "lease_ttl_secs", "summarizer_timeout_ms", "session_ttl_secs",
+               "anchor_messages"]
 # Switch key -> (the value its "on" proposes, the value its "off" proposes).
 SWITCHES = {
     "allow_fallback_limits": (True, False),
@@ -64,6 +65,8 @@ SWITCHES = {
     "summary_reuse": (True, False),
     "summary_placement": ("message", "system_prompt"),
     "count_calibration": ("usage", "off"),
+    "lease_store": ("state", "file"),
+    "session_store": ("state", "memory"),
 }
 # Fractions of the usable budget in (0, 1]; an empty field drops the key (eager_compaction_at: null).
 FRACTION_KEYS = ["reduce_to", "eager_compaction_at"]

@@ -282,6 +282,43 @@ async def test_reload_rebuilds_the_lease_store_when_lease_dir_changes(engine: Te
             assert (worker.config.lease_dir, worker.config.tail_turns) == (str(tmp_path / "new"), 4)
 
 
+async def test_reload_switches_the_lease_and_session_stores_and_keeps_snapshots(
+        engine: TestEngine, tmp_path: Path) -> None:
+    from context_manager.adapters.fs_lease_store import FsLeaseStore
+    from context_manager.adapters.memory_session_store import MemorySessionStore
+    from context_manager.adapters.state_lease_store import StateLeaseStore
+    from context_manager.adapters.state_session_store import StateSessionStore
+
+    store(engine, {"lease_store": "state", "session_store": "state", "lease_dir": str(tmp_path / "unused")})
+    with anyio.fail_after(30):
+        async with connected(engine) as worker:
+            await worker.boot(None)
+            assert isinstance(worker.lease_store, StateLeaseStore)
+            assert isinstance(worker.session_store, StateSessionStore)
+            assert not (tmp_path / "unused").exists()  # no lease directory with the state store
+            in_flight = worker.context()
+            leases, sessions = worker.lease_store, worker.session_store
+
+            # Neither store's own settings changed: both are kept.
+            engine.configuration.store_unchecked(CONFIG_ID, {
+                "lease_store": "state", "session_store": "state", "lease_dir": str(tmp_path / "other")})
+            await worker.reload()
+            assert worker.lease_store is leases and worker.session_store is sessions
+
+            engine.configuration.store_unchecked(CONFIG_ID, {
+                "lease_store": "state", "session_store": "state", "session_ttl_secs": 60})
+            await worker.reload()
+            assert worker.lease_store is leases and worker.session_store is not sessions
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"lease_dir": str(tmp_path / "files")})
+            await worker.reload()
+            assert isinstance(worker.lease_store, FsLeaseStore) and (tmp_path / "files").is_dir()
+            assert isinstance(worker.session_store, MemorySessionStore)
+            # A call already running keeps the stores of its snapshot.
+            assert in_flight.lease_store is leases and in_flight.session_store is sessions
+            assert in_flight.config.lease_store == "state"
+
+
 async def test_configuration_worker_gone_after_boot_keeps_the_config(engine: TestEngine) -> None:
     with anyio.fail_after(30):
         async with connected(engine) as worker:

@@ -49,7 +49,9 @@ def build_context(config: WorkerConfig, summarizer: SyncSummarizer | None) -> Ha
         from context_manager.adapters.fs_lease_store import FsLeaseStore
         from context_manager.config.paths import resolve_lease_dir
 
-        # No directory is created until a lease is actually taken.
+        # No directory is created until a lease is actually taken. There is no engine here, so
+        # `lease_store: state` falls back to these files and `session_store: state` to the
+        # process's memory: the same config works in a library call and in the worker.
         ctx.lease_store = FsLeaseStore(resolve_lease_dir(config.lease_dir), create=False)
     return ctx
 

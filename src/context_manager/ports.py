@@ -197,7 +197,15 @@ class LeaseRecord:
 
 
 class LeaseStoreError(Exception):
-    """The store could not be read or written; the protocol reads it as "busy"."""
+    """The store could not be read or written; the protocol reads it as "busy".
+
+    ``reported``: the store has already logged that it is unusable, so the protocol notes the
+    failure at DEBUG instead of adding a warning per call.
+    """
+
+    def __init__(self, text: str = "", *, reported: bool = False) -> None:
+        super().__init__(text)
+        self.reported = reported
 
 
 class LeaseStore(Protocol):

@@ -12,21 +12,24 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from context_manager.adapters.fs_lease_store import FsLeaseStore
-from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_counter import RouterTokenCounter
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
+from context_manager.adapters.stores import (
+    build_lease_store,
+    build_session_store,
+    describe_lease_store,
+    lease_store_changed,
+    session_store_changed,
+)
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
-from context_manager.adapters.traced import TracedLeaseStore, TracedModelResolver, TracedSummarizer
-from context_manager.config.paths import resolve_lease_dir
-from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
+from context_manager.adapters.traced import TracedModelResolver, TracedSummarizer
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.observe import Served, observe
 from context_manager.handlers.registry import FUNCTIONS
-from context_manager.ports import NO_TELEMETRY, Invoke, LeaseStore, SystemClock, Telemetry
+from context_manager.ports import NO_TELEMETRY, Invoke, LeaseStore, SessionStore, SystemClock, Telemetry
 
 log = logging.getLogger("context_manager.worker")
 
@@ -36,6 +39,7 @@ class Services:
 
     def __init__(self, invoke: Invoke, engine_url: str, telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.telemetry = telemetry
+        self._invoke = invoke
         self.config: WorkerConfig = DEFAULT_CONFIG
         self.lease_store: LeaseStore | None = None
         resolver: Any = RouterModelResolver(invoke)
@@ -44,32 +48,28 @@ class Services:
             resolver = TracedModelResolver(resolver, telemetry)
             self.summarizer = TracedSummarizer(self.summarizer, telemetry)
         self.model_cache = CachingModelResolver(resolver, SystemClock())
-        # Remembered compactions (`summary_reuse`): one bounded store for the process, kept
-        # across reloads.
-        self.session_store = MemorySessionStore()
+        # Remembered compactions (`summary_reuse`): one store for the process, kept across
+        # reloads that leave `session_store` (and its TTL) alone.
+        self.session_store: SessionStore = build_session_store(self.config, invoke)
         self.token_counter = RouterTokenCounter(invoke, logging.getLogger("context_manager"))
         self.on_config_change: Callable[[], Any] | None = None
         # What the models-changed flush empties (anything with ``flush()``).
         self.flushed_on_models_changed: Any = self.model_cache
 
-    def open_lease_store(self, config: WorkerConfig) -> LeaseStore:
-        """The lease store ``config`` names; raises ``LeaseDirError`` when it cannot be opened."""
-        store = FsLeaseStore(resolve_lease_dir(config.lease_dir))
-        if not self.telemetry.enabled:
-            return store
-        return TracedLeaseStore(store, self.telemetry, lambda: lease_ttl_ms(self.config.lease_ttl_secs),
-                                SystemClock().now_ms)
-
     def adopt(self, config: WorkerConfig) -> None:
         """Serve with ``config`` from now on; a store it changes is opened first, so when that
-        fails (``LeaseDirError``) the previous store and configuration stay in force."""
-        if self.lease_store is None or config.lease_dir != self.config.lease_dir:
-            store = self.open_lease_store(config)
-            replacing = self.lease_store is not None
+        fails (``LeaseDirError``) the previous stores and configuration stay in force."""
+        replacing = self.lease_store is not None  # False: the first configuration, at boot
+        if not replacing or lease_store_changed(self.config, config):
             # Store first, then the snapshot: the snapshot's lease_dir always matches a store.
-            self.lease_store = store
+            self.lease_store = build_lease_store(config, self._invoke, self.telemetry,
+                                                 current_config=lambda: self.config)
             if replacing:
-                log.info("lease store replaced (lease_dir=%s)", config.lease_dir)
+                log.info("lease store replaced (%s)", describe_lease_store(config))
+        if session_store_changed(self.config, config):
+            self.session_store = build_session_store(config, self._invoke)
+            if replacing:
+                log.info("session store replaced (session_store=%s)", config.session_store)
         self.config = config
 
     def context(self) -> HandlerContext:

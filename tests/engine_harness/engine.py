@@ -4,8 +4,9 @@ It runs on its own thread and event loop, so blocking SDK clients and worker sub
 talk to it while the test thread waits. Covered: worker registration and metadata, function
 routing with `_caller_worker_id`, `function_not_found`, `invocation_stopped` on a target's
 disconnect, reattach, trigger types and bindings (parked until a provider exists), the built-in
-`configuration` worker with change triggers, `engine::channels::create` and the channel sockets,
-plus an optional fake llm-router.
+`configuration` worker with change triggers, the `state::*` functions (switchable off, and
+failable through a hook), `engine::channels::create` and the channel sockets, plus an optional
+fake llm-router.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from websockets.exceptions import ConnectionClosed
 
 from .configuration import ConfigurationError, ConfigurationStore, binding_matches
 from .fake_router import MODELS_CHANGED, FakeRouter, RouterCallError
+from .state import StateStore
 from .wire import decode, encode
 
 MAX_SIZE = 64 * 1024 * 1024
@@ -97,11 +99,17 @@ def _recorded(frame: dict[str, Any]) -> dict[str, Any]:
 class TestEngine:
     __test__ = False  # not a pytest class
 
-    def __init__(self, port: int = 0, *, router: FakeRouter | None = None) -> None:
+    def __init__(self, port: int = 0, *, router: FakeRouter | None = None, state: bool = True) -> None:
         self.port = port
         self.router = router
         self.configuration_enabled = True
         self.configuration = ConfigurationStore()
+        # `state::*`: off answers function_not_found (no state worker loaded). The hook sees each
+        # call first; a body it returns (an error, an odd result) is the answer instead.
+        self.state_enabled = state
+        self.state = StateStore()
+        self.state_hook: Callable[[str, Any], dict[str, Any] | None] | None = None
+        self.state_delay_s = 0.0
         # Every frame received from a worker, as (worker name or id, frame), for assertions;
         # results are recorded without their value (see `_recorded`).
         self.received: list[tuple[str, dict[str, Any]]] = []
@@ -553,6 +561,8 @@ class TestEngine:
             return {"result": self._create_channel(data)}
         if function_id.startswith("configuration::") and self.configuration_enabled:
             return self._configuration(function_id, data)
+        if function_id.startswith("state::") and self.state_enabled:
+            return await self._state(function_id, data)
         if self.router is not None and function_id in self.router.functions:
             if function_id in self.functions:
                 return None  # a connected worker serving the id wins
@@ -590,6 +600,17 @@ class TestEngine:
         except ConfigurationError as exc:
             return {"error": {"code": exc.code, "message": exc.message}}
         return {"result": result}
+
+    async def _state(self, function_id: str, data: Any) -> dict[str, Any]:
+        if self.state_delay_s:
+            await asyncio.sleep(self.state_delay_s)  # before the call: the call itself stays atomic
+        if self.state_hook is not None:
+            body = self.state_hook(function_id, data)
+            if body is not None:
+                return body
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k != "_caller_worker_id"}
+        return self.state.call(function_id, data)
 
     def _fire_configuration(self, event: dict[str, Any]) -> None:
         loop = asyncio.get_running_loop()

@@ -15,6 +15,7 @@ from context_manager.core.compaction.lease import is_active
 from context_manager.ports import (
     ClaimingLeaseStore,
     LeaseRecord,
+    LeaseStore,
     ModelBudget,
     ModelResolver,
     ResolverError,
@@ -89,14 +90,13 @@ class TracedModelResolver:
 _CLAIMED: ContextVar[frozenset[str]] = ContextVar("context_manager_claimed_leases", default=frozenset())
 
 
-class TracedLeaseStore:
-    """A claiming lease store whose reads, claims and releases are spans. A key found held by
-    someone else (by the lease protocol's own rule, ``is_active`` under the configured TTL) or a
-    claim lost to a racer counts as busy: the two ways ``acquire`` gives up."""
+class _TracedLeaseReads:
+    """Reads and writes of a lease store as spans; a key found held by someone else (by the
+    lease protocol's own rule, ``is_active`` under the configured TTL) counts as busy."""
 
-    def __init__(self, inner: ClaimingLeaseStore, telemetry: Telemetry, ttl_ms: Callable[[], int],
+    def __init__(self, inner: LeaseStore, telemetry: Telemetry, ttl_ms: Callable[[], int],
                  now_ms: Callable[[], int]) -> None:
-        self._inner = inner
+        self._inner: LeaseStore = inner
         self._telemetry = telemetry
         self._ttl_ms = ttl_ms
         self._now_ms = now_ms
@@ -112,6 +112,26 @@ class TracedLeaseStore:
         with self._telemetry.span("context_manager.lease.release" if record is None else "context_manager.lease.set"):
             await self._inner.set(scope, key, record)
 
+    def _claimed(self, span: Span, record: LeaseRecord, busy: bool) -> None:
+        if not busy:
+            _CLAIMED.set(_CLAIMED.get() | {record.nonce})
+        self._report_busy(span, busy)
+
+    def _report_busy(self, span: Span, busy: bool) -> None:
+        span.set_attributes({"context_manager.lease.busy": busy})
+        if busy:
+            self._telemetry.count(LEASE_BUSY, 1, {})
+
+
+class TracedLeaseStore(_TracedLeaseReads):
+    """A claiming lease store whose reads, claims and releases are spans. A key found held or a
+    claim lost to a racer counts as busy: the two ways ``acquire`` gives up."""
+
+    def __init__(self, inner: ClaimingLeaseStore, telemetry: Telemetry, ttl_ms: Callable[[], int],
+                 now_ms: Callable[[], int]) -> None:
+        super().__init__(inner, telemetry, ttl_ms, now_ms)
+        self._claiming = inner
+
     async def swap(self, scope: str, key: str, record: LeaseRecord) -> LeaseRecord | None:
         return await self._inner.swap(scope, key, record)
 
@@ -119,14 +139,18 @@ class TracedLeaseStore:
         self, scope: str, key: str, record: LeaseRecord, held: Callable[[LeaseRecord | None], bool]
     ) -> LeaseRecord | None:
         with self._telemetry.span("context_manager.lease.claim") as span:
-            prior = await self._inner.claim(scope, key, record, held)
-            busy = held(prior)
-            if not busy:
-                _CLAIMED.set(_CLAIMED.get() | {record.nonce})
-            self._report_busy(span, busy)
+            prior = await self._claiming.claim(scope, key, record, held)
+            self._claimed(span, record, held(prior))
             return prior
 
-    def _report_busy(self, span: Span, busy: bool) -> None:
-        span.set_attributes({"context_manager.lease.busy": busy})
-        if busy:
-            self._telemetry.count(LEASE_BUSY, 1, {})
+
+class TracedSwappingLeaseStore(_TracedLeaseReads):
+    """The same spans over a plain (swapping) store: its ``swap`` is the claim, lost when it
+    returns a claim still held. It has no ``claim``, so the lease protocol still sees a plain
+    store and restores a racer's claim."""
+
+    async def swap(self, scope: str, key: str, record: LeaseRecord) -> LeaseRecord | None:
+        with self._telemetry.span("context_manager.lease.claim") as span:
+            prior = await self._inner.swap(scope, key, record)
+            self._claimed(span, record, is_active(prior, self._now_ms(), self._ttl_ms()))
+            return prior

@@ -17,7 +17,9 @@ from context_manager.core.settings import (
     DEFAULT_CONFIG,
     CountCalibration,
     EstimatorName,
+    LeaseStoreName,
     OverflowFallback,
+    SessionStoreName,
     SummarizerFallback,
     SummaryCheck,
     SummaryPlacement,
@@ -32,6 +34,8 @@ SUMMARY_CHECKS: tuple[str, ...] = get_args(SummaryCheck)
 SUMMARIZER_FALLBACKS: tuple[str, ...] = get_args(SummarizerFallback)
 SUMMARY_PLACEMENTS: tuple[str, ...] = get_args(SummaryPlacement)
 COUNT_CALIBRATIONS: tuple[str, ...] = get_args(CountCalibration)
+LEASE_STORES: tuple[str, ...] = get_args(LeaseStoreName)
+SESSION_STORES: tuple[str, ...] = get_args(SessionStoreName)
 
 
 class ConfigError(ValueError):
@@ -47,6 +51,14 @@ _u64 = t.u64
 _usize = t.usize
 _boolean = t.boolean
 _string = t.string
+
+def _positive(value: Any) -> int:
+    """A u64 above zero (a TTL of 0 would keep nothing)."""
+    number = t.u64(value)
+    if number == 0:
+        raise DecodeError("invalid value: integer `0`, expected a positive integer")
+    return number
+
 
 def _fraction(value: Any) -> float:
     """A share of ``usable``: a JSON number in (0, 1] (integers 1 accepted, booleans not)."""
@@ -97,10 +109,14 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "eager_compaction_at": _fraction_or_null,
     "retention": parse_retention,
     "count_calibration": t.enum_of(COUNT_CALIBRATIONS),
+    "lease_store": t.enum_of(LEASE_STORES),
+    "session_store": t.enum_of(SESSION_STORES),
+    "session_ttl_secs": _positive,
 }
 
 STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
-                         "summarizer_fallback", "summary_placement", "count_calibration"))
+                         "summarizer_fallback", "summary_placement", "count_calibration",
+                         "lease_store", "session_store"))
 
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 

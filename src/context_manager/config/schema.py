@@ -12,7 +12,9 @@ from typing import Any
 from context_manager.config.parse import (
     COUNT_CALIBRATIONS,
     ESTIMATORS,
+    LEASE_STORES,
     OVERFLOW_FALLBACKS,
+    SESSION_STORES,
     SUMMARIZER_FALLBACKS,
     SUMMARY_CHECKS,
     SUMMARY_PLACEMENTS,
@@ -158,6 +160,22 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
         "\"usage\": counts are anchored on the provider's own prompt count, read from the latest "
         "assistant message's usage, and what was added since is scaled by the observed ratio; "
         "\"off\" keeps the estimator's counts.",
+    ),
+    "lease_store": (
+        {"enum": list(LEASE_STORES), "type": "string"},
+        "Where compaction leases are kept: \"file\" under lease_dir (processes on one host); "
+        "\"state\" in the engine's state store, one lock for every process and host on the "
+        "engine.",
+    ),
+    "session_store": (
+        {"enum": list(SESSION_STORES), "type": "string"},
+        "Where summary_reuse remembers compactions: \"memory\" in this process; \"state\" in "
+        "the engine's state store, shared by every process and host on the engine.",
+    ),
+    "session_ttl_secs": (
+        {"format": "uint64", "minimum": 1.0, "type": "integer"},
+        "How long a compaction remembered in the state store is reused, in seconds "
+        "(session_store: state).",
     ),
 }
 

@@ -14,6 +14,8 @@ SummaryCheck = Literal["off", "append"]
 SummarizerFallback = Literal["none", "extractive"]
 SummaryPlacement = Literal["system_prompt", "message"]
 CountCalibration = Literal["off", "usage"]
+LeaseStoreName = Literal["file", "state"]
+SessionStoreName = Literal["memory", "state"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,12 @@ class WorkerConfig:
     retention: RetentionPolicy | None = None
     # Counts anchored on the provider's `usage` (README "Count calibration"); "off" keeps 1.1.6 counts.
     count_calibration: CountCalibration = "off"
+    # Where leases and remembered compactions live (README "Several processes or hosts"): the
+    # defaults keep them in files and in process memory; "state" shares them through the engine.
+    lease_store: LeaseStoreName = "file"
+    session_store: SessionStoreName = "memory"
+    # How long a remembered compaction in the state store is reused, in seconds (positive).
+    session_ttl_secs: int = 3600
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

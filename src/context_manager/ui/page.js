@@ -85,6 +85,34 @@ const RUNTIME_NUMBERS = [
 // A switch between two values of a key: checked proposes `on`, unchecked `off`.
 const choice = (on, off) => ({ isOn: (v) => v === on, valueFor: (checked) => (checked ? on : off) })
 
+// Several processes or hosts: leases and remembered compactions in the engine's state store.
+const SHARING_SWITCHES = [
+  {
+    key: 'lease_store',
+    label: 'Share compaction leases through the engine',
+    help: "Keep compaction leases in the engine's state store, one lock for every process and host on the engine, instead of files under the lease directory.",
+    fallbackText: 'off (file)',
+    ...choice('state', 'file'),
+  },
+  {
+    key: 'session_store',
+    label: 'Share remembered summaries through the engine',
+    help: "Keep the compactions that summary reuse remembers in the engine's state store, shared by every process and host, instead of this process's memory.",
+    fallbackText: 'off (memory)',
+    ...choice('state', 'memory'),
+  },
+]
+
+const SHARING_NUMBERS = [
+  {
+    key: 'session_ttl_secs',
+    label: 'Shared summary lifetime (seconds)',
+    fallback: 3600,
+    min: 1,
+    help: 'How long a summary remembered in the state store is reused. At least 1.',
+  },
+]
+
 // Documented additions to the original configuration; each switch writes the enum value.
 const EXTENSION_SWITCHES = [
   {
@@ -425,13 +453,13 @@ export function ContextManagerConfigForm(props) {
 
   const propose = (next) => props.onChange(next)
 
-  const editNumber = (key, raw) => {
+  const editNumber = (key, raw, min = 0) => {
     const next = { ...value }
     if (raw === '') {
       delete next[key]
     } else {
       const n = Number(raw)
-      if (!Number.isSafeInteger(n) || n < 0) return
+      if (!Number.isSafeInteger(n) || n < min) return
       next[key] = n
     }
     propose(next)
@@ -487,7 +515,7 @@ export function ContextManagerConfigForm(props) {
         id,
         className: 'ctx-cfg-control ctx-cfg-number',
         type: 'number',
-        min: 0,
+        min: field.min ?? 0,
         step: 1,
         inputMode: 'numeric',
         value: typeof current === 'number' ? String(current) : '',
@@ -495,7 +523,7 @@ export function ContextManagerConfigForm(props) {
         'aria-label': field.label,
         'aria-invalid': errorId ? true : undefined,
         'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
-        onChange: (raw) => editNumber(field.key, raw),
+        onChange: (raw) => editNumber(field.key, raw, field.min ?? 0),
       }),
       id,
     )
@@ -652,7 +680,7 @@ export function ContextManagerConfigForm(props) {
       SettingsSection,
       {
         title: 'Runtime',
-        description: 'Compaction lease coordination and summariser limits. Changes apply from the next call.',
+        description: 'Compaction lease coordination, shared state and summariser limits. Changes apply from the next call.',
       },
       h(
         SettingsList,
@@ -678,6 +706,8 @@ export function ContextManagerConfigForm(props) {
           }),
           leaseDirId,
         ),
+        ...SHARING_SWITCHES.map(switchField),
+        ...SHARING_NUMBERS.map(numberRow),
       ),
     ),
     h(

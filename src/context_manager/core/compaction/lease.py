@@ -45,6 +45,12 @@ def new_nonce() -> str:
     return f"{os.getpid()}-{uuid.uuid4().hex}"
 
 
+def _warn(message: str, key: str, exc: BaseException) -> None:
+    """A store failure; one the store has already reported is only noted at DEBUG."""
+    level = logging.DEBUG if getattr(exc, "reported", False) else logging.WARNING
+    _LOG.log(level, message, key, exc)
+
+
 def is_active(record: LeaseRecord | None, now_ms: int, ttl: int) -> bool:
     """A claim counts while it is strictly younger than the TTL."""
     return record is not None and now_ms - record.ts < ttl
@@ -56,7 +62,7 @@ async def acquire(store: LeaseStore, clock: Clock, key: str, ttl: int) -> str | 
     try:
         existing = await store.get(SCOPE, key)
     except _STORE_ERRORS as exc:
-        _LOG.warning("lease store unreadable for %s; treating it as busy: %s", key, exc)
+        _warn("lease store unreadable for %s; treating it as busy: %s", key, exc)
         return None
     if is_active(existing, now, ttl):
         return None
@@ -68,7 +74,7 @@ async def acquire(store: LeaseStore, clock: Clock, key: str, ttl: int) -> str | 
         else:
             prior = await store.swap(SCOPE, key, LeaseRecord(nonce, now))
     except _STORE_ERRORS as exc:
-        _LOG.warning("lease store write failed for %s; treating it as busy: %s", key, exc)
+        _warn("lease store write failed for %s; treating it as busy: %s", key, exc)
         return None
     if is_active(prior, now, ttl):
         if claims:
@@ -79,7 +85,7 @@ async def acquire(store: LeaseStore, clock: Clock, key: str, ttl: int) -> str | 
         try:
             await store.set(SCOPE, key, prior)
         except _STORE_ERRORS as exc:
-            _LOG.warning("could not restore the lease of %s: %s", key, exc)
+            _warn("could not restore the lease of %s: %s", key, exc)
         return None
     return nonce
 
@@ -89,11 +95,11 @@ async def release(store: LeaseStore, key: str, nonce: str) -> None:
     try:
         current = await store.get(SCOPE, key)
     except _STORE_ERRORS as exc:
-        _LOG.warning("lease store unreadable on release of %s: %s", key, exc)
+        _warn("lease store unreadable on release of %s: %s", key, exc)
         return
     if current is None or current.nonce != nonce:
         return
     try:
         await store.set(SCOPE, key, None)
     except _STORE_ERRORS as exc:
-        _LOG.warning("could not release the lease of %s: %s", key, exc)
+        _warn("could not release the lease of %s: %s", key, exc)

@@ -1,0 +1,108 @@
+"""Lease records in the engine's state store (spec 03 §6.7): one lock for every process and host
+that shares an engine.
+
+Records are the ``{nonce, ts}`` objects of §6.1 under the caller's scope (``context_lease``) and
+key, each call bounded by 5000 ms:
+
+- ``get``: ``state::get``; no result (or ``null``) is free, and so is a value that is not a record.
+- ``set``: ``state::set`` with the record; ``set(None)`` is ``state::delete``.
+- ``swap``: ``state::update`` with one ``set`` op at path ``""``; the engine runs it atomically.
+  Its reply must be an object whose ``old_value`` is ``null`` (no prior) or a record (anything
+  else stored there reads as free); a ``null`` or malformed reply is an error, never a win.
+
+This is a plain :class:`~context_manager.ports.LeaseStore`, not a ``ClaimingLeaseStore``: the
+documented update ops (set, merge, increment, decrement, append, remove) all write
+unconditionally, so no single call can check a claim before writing. The lease protocol
+therefore takes a key with ``swap`` and gives a racer's claim back with ``set`` (§6.3), which
+still lets exactly one racer win.
+
+Any failure (no state worker, a timeout, an error body, a malformed reply) raises
+:class:`~context_manager.ports.LeaseStoreError`, which the protocol reads as busy. The first
+failure is logged once as a warning; later ones are marked as already reported until a call
+succeeds again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from context_manager.ports import Invoke, InvokeError, LeaseRecord, LeaseStoreError
+from context_manager.wire.ints import I64_MAX, I64_MIN
+
+TIMEOUT_MS = 5000
+
+
+def record_from_value(value: Any) -> LeaseRecord | None:
+    """A stored ``{nonce: string, ts: i64}`` object (extra members allowed); anything else is free."""
+    if type(value) is not dict:
+        return None
+    nonce, ts = value.get("nonce"), value.get("ts")
+    if type(nonce) is not str or type(ts) is not int or not I64_MIN <= ts <= I64_MAX:
+        return None
+    return LeaseRecord(nonce, ts)
+
+
+def record_value(record: LeaseRecord) -> dict[str, Any]:
+    return {"nonce": record.nonce, "ts": record.ts}
+
+
+class StateLeaseStore:
+    def __init__(self, invoke: Invoke, log: logging.Logger, timeout_ms: int = TIMEOUT_MS) -> None:
+        self._invoke = invoke
+        self._log = log
+        self._timeout_ms = timeout_ms
+        self._unusable = False  # a warning has been logged and no call has succeeded since
+
+    async def get(self, scope: str, key: str) -> LeaseRecord | None:
+        return record_from_value(await self._call("state::get", {"scope": scope, "key": key}))
+
+    async def set(self, scope: str, key: str, record: LeaseRecord | None) -> None:
+        if record is None:
+            await self._call("state::delete", {"scope": scope, "key": key})
+        else:
+            await self._call("state::set", {"scope": scope, "key": key, "value": record_value(record)})
+
+    async def swap(self, scope: str, key: str, record: LeaseRecord) -> LeaseRecord | None:
+        op = {"type": "set", "path": "", "value": record_value(record)}
+        reply = await self._call("state::update", {"scope": scope, "key": key, "ops": [op]},
+                                 check=_check_update_reply)
+        return record_from_value(reply["old_value"])
+
+    async def _call(self, function_id: str, payload: dict[str, Any],
+                    check: Callable[[Any], None] | None = None) -> Any:
+        try:
+            reply = await asyncio.wait_for(self._invoke(function_id, payload, self._timeout_ms),
+                                           self._timeout_ms / 1000)
+            if check is not None:
+                check(reply)
+        except (TimeoutError, InvokeError, OSError, _BadReply) as exc:
+            reason = f"timed out after {self._timeout_ms}ms" if isinstance(exc, TimeoutError) else str(exc)
+            raise self._failed(function_id, reason) from None
+        if self._unusable:
+            self._unusable = False
+            self._log.info("state store answering again; compaction leases are taken normally")
+        return reply
+
+    def _failed(self, function_id: str, reason: str) -> LeaseStoreError:
+        text = f"{function_id}: {reason}"
+        if not self._unusable:
+            self._unusable = True
+            self._log.warning(
+                "state store unusable for compaction leases; every compaction reads as busy until "
+                "it answers: %s", text)
+        # This store has logged its warning: the protocol adds none of its own per call.
+        return LeaseStoreError(text, reported=True)
+
+
+class _BadReply(Exception):
+    pass
+
+
+def _check_update_reply(reply: Any) -> None:
+    if reply is None:
+        raise _BadReply("no reply value")
+    if type(reply) is not dict or "old_value" not in reply:
+        raise _BadReply("the reply is not an {old_value, new_value} object")
