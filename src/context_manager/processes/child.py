@@ -45,7 +45,7 @@ INVOKE_GRACE_SECONDS = 5.0
 class ParentLink:
     """The ``Invoke`` port over the parent's engine connection."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: pipe.PipeWriter) -> None:
         self._writer = writer
         self._tags = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[bytes]] = {}
@@ -61,16 +61,13 @@ class ParentLink:
             if context.baggage is not None:
                 header["baggage"] = context.baggage
         try:
-            pipe.send(self._writer, pipe.INVOKE, tag, orjson.dumps(header) + b"\n" + codec.dumps_wire(payload))
-            await self._writer.drain()
+            self._writer.send(pipe.INVOKE, tag, orjson.dumps(header) + b"\n" + codec.dumps_wire(payload))
             with anyio.move_on_after(max(timeout_ms, 0) / 1000.0 + INVOKE_GRACE_SECONDS):
                 body = await outcome
                 reply = codec.loads(body)
                 if "error" in reply:
                     raise InvokeError(reply["error"])
                 return reply.get("result")
-        except (ConnectionError, RuntimeError) as exc:
-            raise InvokeError(f"remote error (SHUTDOWN): the worker is stopping ({exc})") from None
         finally:
             self._waiting.pop(tag, None)
         raise InvokeError(f"remote error (TIMEOUT): invocation timed out after {timeout_ms}ms")
@@ -90,7 +87,7 @@ class ParentLink:
 class Server:
     """Reads the parent's messages and answers its calls until the pipe ends."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, engine_url: str) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: pipe.PipeWriter, engine_url: str) -> None:
         self._reader = reader
         self._writer = writer
         self.link = ParentLink(writer)
@@ -111,15 +108,14 @@ class Server:
                 elif kind == pipe.FLUSH_MODELS:
                     self.services.model_cache.flush()
             self.link.fail_all()
+        with anyio.move_on_after(INVOKE_GRACE_SECONDS):
+            await self._writer.drained()  # the last answers reach the parent before the exit
         self.services.telemetry.shutdown()
 
     async def _answer(self, tag: int, frame: bytes) -> None:
         reply = await answering.answer_message(self._served.get, frame, self._frames, log)
-        try:
-            pipe.send(self._writer, pipe.ANSWER, tag, reply or b"")
-            await self._writer.drain()
-        except (ConnectionError, RuntimeError):
-            pass  # the parent is gone; it answers the calls it lost itself
+        # When the parent is gone the answer is dropped: it answers the calls it lost itself.
+        self._writer.send(pipe.ANSWER, tag, reply or b"")
 
     def _adopt(self, body: bytes) -> None:
         try:
@@ -129,7 +125,7 @@ class Server:
                       "stay in force: %s", exc)
 
 
-async def _open_pipes() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def _open_pipes() -> tuple[asyncio.StreamReader, pipe.PipeWriter]:
     into, out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -138,10 +134,7 @@ async def _open_pipes() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(into, "rb", 0))
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(out, "wb", 0))
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return reader, writer
+    return reader, pipe.PipeWriter(out)
 
 
 async def _main(engine_url: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import pickle
 import sys
 import time
@@ -38,6 +39,8 @@ log = logging.getLogger("context_manager.worker")
 QUICK_DEATH_SECONDS = 5.0
 MAX_RESTART_PAUSE_SECONDS = 5.0
 STOP_SECONDS = 5.0
+# A frame this large takes long enough to serve that small calls must not queue behind it.
+LARGE_FRAME_BYTES = 1024 * 1024
 # A call waits at most this long for a live process before it is answered with an error.
 NO_PROCESS_SECONDS = 30.0
 
@@ -61,6 +64,9 @@ class _Process:
         self.load = 0
         self.calls: dict[int, _Call] = {}
         self.proc: asyncio.subprocess.Process | None = None
+        self.writer: pipe.PipeWriter | None = None
+        self.large_in_hand = 0
+        self.answers: asyncio.StreamReader | None = None
 
     @property
     def calls_in_hand(self) -> int:
@@ -71,12 +77,8 @@ class _Process:
         return None if self.proc is None else self.proc.pid
 
     def send(self, kind: bytes, tag: int, body: bytes = b"") -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        pipe.send(self.proc.stdin, kind, tag, body)
-
-    async def flush(self) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        await self.proc.stdin.drain()
+        assert self.writer is not None
+        self.writer.send(kind, tag, body)
 
 
 def lost_call_reply(invocation: Invocation, why: str) -> bytes | None:
@@ -104,6 +106,8 @@ class ProcessPool:
         self._config: bytes | None = None
         self._closing = False
         self._live_changed = anyio.Event()
+        # Large calls may fill all processes but one (with one process, nothing is held back).
+        self._large_slots = anyio.Semaphore(size - 1) if size > 1 else None
         self._task_group: anyio.abc.TaskGroup | None = None
         self.restarts = 0
 
@@ -131,8 +135,8 @@ class ProcessPool:
             proc = process.proc
             if proc is None or proc.returncode is not None:
                 continue
-            if proc.stdin is not None:
-                proc.stdin.close()
+            if process.writer is not None:
+                process.writer.close()
             with anyio.move_on_after(STOP_SECONDS):
                 await proc.wait()
             if proc.returncode is None:
@@ -177,7 +181,18 @@ class ProcessPool:
     # ------------------------------------------------------------------ calls
 
     async def forward(self, invocation: Invocation, frame: bytes) -> bytes | None:
-        """Have a process answer ``frame``; the reply frame's bytes (None: no reply due)."""
+        """Have a process answer ``frame``; the reply frame's bytes (None: no reply due).
+
+        A large frame waits here while all but one process hold a large one: a process kept
+        free of them answers the small calls, which would otherwise wait behind a history
+        that takes a hundred times longer to count.
+        """
+        if len(frame) < LARGE_FRAME_BYTES or self._large_slots is None:
+            return await self._forward(invocation, frame, large=False)
+        async with self._large_slots:
+            return await self._forward(invocation, frame, large=True)
+
+    async def _forward(self, invocation: Invocation, frame: bytes, large: bool) -> bytes | None:
         hint = session_hint(frame)
         with anyio.move_on_after(NO_PROCESS_SECONDS):
             while True:
@@ -187,22 +202,23 @@ class ProcessPool:
                 await self._live_changed.wait()
         if not live:
             return lost_call_reply(invocation, "no worker process is running")
+        if large:
+            live = [process for process in live if not process.large_in_hand] or live
         process = self._affinity.choose(live, hint)
         assert isinstance(process, _Process)
         call = _Call(invocation, len(frame))
         tag = next(self._tags)
         process.calls[tag] = call
         process.load += call.size
+        process.large_in_hand += large
         try:
+            # A process that dies meanwhile has its calls answered by its supervisor.
             process.send(pipe.CALL, tag, frame)
-            try:
-                await process.flush()
-            except (ConnectionError, RuntimeError):
-                pass  # the process died; its supervisor answers the call
             await call.done.wait()
         finally:
             process.calls.pop(tag, None)
             process.load -= call.size
+            process.large_in_hand -= large
         return call.reply
 
     # ------------------------------------------------------------------ one process's life
@@ -226,9 +242,26 @@ class ProcessPool:
             await anyio.sleep(pause)
 
     async def _start(self, process: _Process) -> None:
-        process.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "context_manager.processes.child", self._engine_url,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=2**20)
+        # Two pipes: calls into the process's stdin, answers out of its stdout.
+        calls_out, calls_in = os.pipe()
+        answers_out, answers_in = os.pipe()
+        try:
+            pipe.widen(calls_in)
+            pipe.widen(answers_in)
+            process.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "context_manager.processes.child", self._engine_url,
+                stdin=calls_out, stdout=answers_in)
+        except BaseException:
+            os.close(calls_in)
+            os.close(answers_out)
+            raise
+        finally:
+            os.close(calls_out)
+            os.close(answers_in)
+        process.writer = pipe.PipeWriter(calls_in)
+        answers = process.answers = asyncio.StreamReader(limit=pipe.PIPE_BYTES)
+        await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(answers), os.fdopen(answers_out, "rb", 0))
         if self._config is not None:
             process.send(pipe.CONFIG, 0, self._config)
         process.alive = True
@@ -236,9 +269,9 @@ class ProcessPool:
         self._signal_live()
 
     async def _serve_replies(self, process: _Process) -> None:
-        assert process.proc is not None and process.proc.stdout is not None
+        assert process.answers is not None
         async with anyio.create_task_group() as relays:
-            while (message := await pipe.receive(process.proc.stdout)) is not None:
+            while (message := await pipe.receive(process.answers)) is not None:
                 kind, tag, body = message
                 if kind == pipe.ANSWER:
                     call = process.calls.get(tag)
@@ -249,6 +282,8 @@ class ProcessPool:
                     relays.start_soon(self._relay, process, tag, body)
             process.alive = False  # no new call goes to it from here on
             relays.cancel_scope.cancel()
+        if process.writer is not None:
+            process.writer.close()
 
     def _lost(self, process: _Process, status: int | None) -> None:
         process.alive = False
@@ -287,10 +322,6 @@ class ProcessPool:
             trace.CURRENT_TRACE.reset(context)
         if process.alive:
             process.send(pipe.RESULT, tag, codec.dumps_wire(outcome))
-            try:
-                await process.flush()
-            except (ConnectionError, RuntimeError):
-                pass
 
 
 def _exit_text(status: int | None) -> str:
