@@ -43,9 +43,9 @@ def size(m: dict[str, Any]) -> int:
 
 @pytest.fixture(autouse=True)
 def fresh_ledger():
-    SHARED_LEDGER._entries.clear()
+    SHARED_LEDGER.clear()
     yield
-    SHARED_LEDGER._entries.clear()
+    SHARED_LEDGER.clear()
 
 
 # --- the arithmetic -------------------------------------------------------------------------
@@ -261,7 +261,7 @@ def test_a_context_this_worker_reduced_anchors_on_what_it_returned():
     assert calibration["anchor_index"] == 5
     assert calibration["ratio"] == round(provider / sent_estimate, 4)
     # Without the ledger the whole raw prefix would have been the anchored prompt.
-    SHARED_LEDGER._entries.clear()
+    SHARED_LEDGER.clear()
     third = call("context::assemble", {**request, "messages": follow}, config=config)
     assert third["breakdown"]["calibration"]["ratio"] < calibration["ratio"]
 
