@@ -1,70 +1,110 @@
 """What ``count_calibration: usage`` adds to a warm worker turn (W5's agent loop).
 
-    BENCH_CONFIG='{"count_calibration": "usage"}' python -m bench.calibration_cost [--calls 30] [--strip-usage]
+    python -m bench.calibration_cost [--calls 30] [--rounds 7]
 
-Runs W5's growing history through one ``WorkerTurn`` and reports the CPU time per warm turn
-(turns 6..N) and the part spent choosing the anchor and keeping the ledger. ``--strip-usage``
-removes the ``usage`` members (W5's are random), so both modes take the same decisions and the
-difference is the calibration's own cost.
+Runs W5's growing history through a fresh ``WorkerTurn`` per measurement, with the key off and
+on, and prints the CPU time per warm turn (turns 6..N) of each, the part spent choosing the
+anchor and keeping the ledger, and the ratio on / off. Two inputs: W5 as generated (its
+``usage`` members are random, so the calibrated calls decide differently and return more) and
+W5 with the ``usage`` members removed (both modes take the same decisions: the difference is the
+calibration's own cost). Both modes see the same frames from the same cold state (the shared
+message memo and sent ledger are emptied before each measurement); the modes alternate, and the
+medians over ``--rounds`` measurements are compared, so the machine's drift hits both alike.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 import context_manager.core.assemble as assemble_module
 from bench import workloads
-from bench.inproc import WorkerTurn
+from bench.inproc import WorkerTurn, bench_config
+from context_manager.core.counting.calibration import SHARED_LEDGER
+from context_manager.core.memo import SHARED_MEMO
 
 WARMUP = 5
+MODES = ("off", "usage")
 
 
-def _timed(function: Callable[..., Any], spent: dict[str, float], key: str) -> Callable[..., Any]:
+def _timed(function: Callable[..., Any], spent: dict[str, float]) -> Callable[..., Any]:
     def wrapper(*args: Any) -> Any:
         start = time.process_time()
         try:
             return function(*args)
         finally:
-            spent[key] += time.process_time() - start
+            spent["calibration"] += time.process_time() - start
     return wrapper
+
+
+def _requests(calls: int, strip_usage: bool) -> list[bytes]:
+    """The request bytes of calls 1..N of W5 (W2 quick grown by one round per call)."""
+    base = workloads._assemble_request(workloads.session_for("W2", quick=True), workloads.DEFAULT_SEED)
+    growth = workloads.w5_growth(calls=calls)
+    if strip_usage:
+        def strip(m: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in m.items() if k != "usage"}
+        base = {**base, "messages": [strip(m) for m in base["messages"]]}
+        growth = [[strip(m) for m in round_] for round_ in growth]
+    return [orjson.dumps({**base, "messages": base["messages"] + [m for r in growth[:k] for m in r]})
+            for k in range(1, calls + 1)]
+
+
+def measure(requests: list[bytes], mode: str, spent: dict[str, float]) -> tuple[float, float, int]:
+    """(CPU seconds per warm turn, of which calibration code, reply bytes per warm turn) of one
+    fresh worker over ``requests``."""
+    SHARED_MEMO.clear()
+    SHARED_LEDGER.clear()
+    turn = WorkerTurn()
+    turn.worker.config = replace(bench_config(), count_calibration=mode)
+    frames = [turn.frame("context::assemble", request, k) for k, request in enumerate(requests, 1)]
+    total = 0.0
+    replied = 0
+    for k, frame in enumerate(frames):
+        if k == WARMUP:
+            spent["calibration"] = 0.0
+        start = time.process_time()
+        reply = turn(frame)
+        if k >= WARMUP:
+            total += time.process_time() - start
+            replied += len(reply)
+    turn.loop.close()
+    turns = len(frames) - WARMUP
+    return total / turns, spent["calibration"] / turns, replied // turns
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=30)
-    parser.add_argument("--strip-usage", action="store_true")
+    parser.add_argument("--rounds", type=int, default=7, help="measurements per mode; medians are compared")
     args = parser.parse_args(argv)
-    base = workloads._assemble_request(workloads.session_for("W2", quick=True), workloads.DEFAULT_SEED)
-    growth = workloads.w5_growth(calls=args.calls)
-    if args.strip_usage:
-        def strip(m: dict[str, Any]) -> dict[str, Any]:
-            return {k: v for k, v in m.items() if k != "usage"}
-        base = {**base, "messages": [strip(m) for m in base["messages"]]}
-        growth = [[strip(m) for m in round_] for round_ in growth]
     spent = {"calibration": 0.0}
-    assemble_module._calibration = _timed(assemble_module._calibration, spent, "calibration")
-    assemble_module._remember_sent = _timed(assemble_module._remember_sent, spent, "calibration")
-    turn = WorkerTurn()
-    frames = [turn.frame("context::assemble", orjson.dumps(
-        {**base, "messages": base["messages"] + [m for r in growth[:k] for m in r]}), k)
-        for k in range(1, args.calls + 1)]
-    total = 0.0
-    for k, frame in enumerate(frames):
-        if k == WARMUP:
-            spent["calibration"] = 0.0
-        start = time.process_time()
-        turn(frame)
-        if k >= WARMUP:
-            total += time.process_time() - start
-    turns = len(frames) - WARMUP
-    print(f"config {os.environ.get('BENCH_CONFIG', '{}')}: {turns} warm turns, "
-          f"{total / turns * 1000:.3f} ms per turn, calibration {spent['calibration'] / turns * 1000:.3f} ms")
+    assemble_module._calibration = _timed(assemble_module._calibration, spent)
+    assemble_module._remember_sent = _timed(assemble_module._remember_sent, spent)
+    print(f"W5 warm turns {WARMUP + 1}..{args.calls}, CPU ms per turn, median of {args.rounds} "
+          f"alternating measurements per mode")
+    for label, strip in (("usage members removed (same decisions)", True), ("W5 as generated", False)):
+        requests = _requests(args.calls, strip)
+        times: dict[str, list[float]] = {mode: [] for mode in MODES}
+        calibration: list[float] = []
+        replies: dict[str, int] = {}
+        for round_ in range(args.rounds):
+            for mode in MODES if round_ % 2 == 0 else MODES[::-1]:
+                per_turn, in_calibration, replies[mode] = measure(requests, mode, spent)
+                times[mode].append(per_turn)
+                if mode == "usage":
+                    calibration.append(in_calibration)
+        off, on = (statistics.median(times[mode]) * 1000 for mode in MODES)
+        # A larger reply (less reduced) costs its serialization: not calibration work.
+        print(f"{label:<40} off {off:.3f}  usage {on:.3f}  ratio {on / off:.3f}  "
+              f"calibration code {statistics.median(calibration) * 1000:.3f} ms  "
+              f"reply KB off {replies['off'] / 1000:.0f} usage {replies['usage'] / 1000:.0f}")
     return 0
 
 

@@ -129,7 +129,7 @@ def replay_row(path: Path, provider: SimulatedProvider, window: int, calibration
     calls = over = over_usable = overflows = 0
     worst = 0.0
     window_input = window - limits["max_output_tokens"]  # what the provider accepts
-    SHARED_LEDGER._entries.clear()  # each replay starts as a fresh worker would
+    SHARED_LEDGER.clear()  # each replay starts as a fresh worker would
     for message in recorded:
         if message["role"] == "assistant" and history:
             calls += 1

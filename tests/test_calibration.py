@@ -14,6 +14,7 @@ from context_manager.core.counting.calibration import (
     InputDigests,
     SentLedger,
     choose_calibration,
+    input_shape,
     provider_prompt_tokens,
 )
 from context_manager.core.counting.estimate import HEURISTIC
@@ -43,9 +44,9 @@ def size(m: dict[str, Any]) -> int:
 
 @pytest.fixture(autouse=True)
 def fresh_ledger():
-    SHARED_LEDGER._entries.clear()
+    SHARED_LEDGER.clear()
     yield
-    SHARED_LEDGER._entries.clear()
+    SHARED_LEDGER.clear()
 
 
 # --- the arithmetic -------------------------------------------------------------------------
@@ -261,7 +262,7 @@ def test_a_context_this_worker_reduced_anchors_on_what_it_returned():
     assert calibration["anchor_index"] == 5
     assert calibration["ratio"] == round(provider / sent_estimate, 4)
     # Without the ledger the whole raw prefix would have been the anchored prompt.
-    SHARED_LEDGER._entries.clear()
+    SHARED_LEDGER.clear()
     third = call("context::assemble", {**request, "messages": follow}, config=config)
     assert third["breakdown"]["calibration"]["ratio"] < calibration["ratio"]
 
@@ -276,3 +277,24 @@ def test_ledger_is_bounded_and_keys_ignore_member_order():
     c = InputDigests(("heuristic", "m2"), [{"x": 1, "role": "user"}]).whole(5)
     d = InputDigests(("heuristic", "m"), [{"x": 1, "role": "user"}]).whole(6)
     assert a == b != c and b != d
+
+
+def test_ledger_counts_the_shapes_it_holds_through_eviction_and_forget():
+    ledger = SentLedger(capacity=2)
+    messages = [{"role": "user", "x": 1}, {"role": "user", "x": 2}]
+    first = InputDigests(("heuristic", "m"), messages).prefix(1, 7)
+    twin = InputDigests(("heuristic", "m2"), messages).prefix(1, 7)
+    second = InputDigests(("heuristic", "m"), messages).prefix(2, 9)
+    assert first[:16] == twin[:16] == input_shape(1, 7) and first != twin
+    ledger.remember(first, 3)
+    ledger.remember(twin, 4)
+    ledger.remember(first, 5)  # a key remembered again is counted once
+    assert ledger.holds_shape(input_shape(1, 7)) and not ledger.holds_shape(input_shape(2, 9))
+    ledger.forget(twin)
+    assert ledger.holds_shape(input_shape(1, 7))
+    ledger.remember(second, 6)
+    ledger.remember(bytes(16), 0)  # evicts `first`, the least recently used
+    assert ledger.recall(first) is None and not ledger.holds_shape(input_shape(1, 7))
+    assert ledger.holds_shape(input_shape(2, 9)) and ledger.recall(second) == 6
+    ledger.clear()
+    assert len(ledger) == 0 and not ledger.holds_shape(input_shape(2, 9))

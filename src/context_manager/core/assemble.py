@@ -376,8 +376,8 @@ def _calibration(
     ledger = deps.sent_ledger
     calibration = choose_calibration(
         request.messages,
-        state.anchor_to_orig + state.view_to_orig,
-        state.anchor_sizes + state.sizes,
+        state.anchor_to_orig + state.view_to_orig if state.anchor else state.view_to_orig,
+        state.anchor_sizes + state.sizes if state.anchor else state.sizes,
         # A summary placed as a message is counted with the fixed part: no request index holds it.
         state.prompt_tokens + state.tools_tokens + state.summary_size,
         Recall(ledger, digests) if ledger is not None else None,

@@ -33,7 +33,6 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from threading import Lock
 from typing import Any
 
@@ -171,7 +170,9 @@ def choose_calibration(
     latest: Calibration | None = None
     latest_prefix = 0
     tried = 0
-    cumulative: list[int] | None = None  # fixed_tokens + sizes[:k], built on first need
+    # Anchors come newest first, so a prefix's estimate is the total less a suffix that only
+    # grows: summed once over the messages after the oldest anchor tried, not over the history.
+    suffix_start, suffix = len(sizes), 0
     for index in _usage_indices(messages):
         provider = provider_prompt_tokens(messages[index])
         if not provider:
@@ -179,9 +180,10 @@ def choose_calibration(
         tried += 1
         if tried > MAX_ANCHORS_TRIED:
             break
-        if cumulative is None:
-            cumulative = list(accumulate(sizes, initial=fixed_tokens))
-        prefix = cumulative[bisect_left(view_to_orig, index)]
+        start = bisect_left(view_to_orig, index)
+        suffix += sum(sizes[start:suffix_start])
+        suffix_start = start
+        prefix = total - suffix
         sent = recalled(index, prefix) if recalled is not None else None
         estimated = sent if sent is not None else prefix
         if latest is None:
@@ -230,9 +232,16 @@ class Recall:
         self._digests = digests
 
     def __call__(self, index: int, estimate: int) -> int | None:
-        if not self._ledger:
+        ledger = self._ledger
+        # Most anchors were never reduced: their shape alone rules them out, with nothing hashed.
+        if not ledger or not ledger.holds_shape(input_shape(index, estimate)):
             return None
-        return self._ledger.recall(self._digests.prefix(index, estimate))
+        return ledger.recall(self._digests.prefix(index, estimate))
+
+
+def input_shape(count: int, estimate: int) -> bytes:
+    """The first 16 bytes of every input key: the number of messages and their estimate."""
+    return count.to_bytes(8, "little") + max(0, estimate).to_bytes(8, "little")
 
 
 def _value_digest(value: Any) -> bytes:
@@ -273,14 +282,15 @@ class InputDigests:
         return self._head
 
     def prefix(self, count: int, estimate: int) -> bytes:
-        """The key of ``messages[:count]`` whose estimate (with the header) is ``estimate``."""
+        """The key of ``messages[:count]`` whose estimate (with the header) is ``estimate``: its
+        shape (``input_shape``), then the digest of the header, the shape and the tail."""
         memo = self._memo
+        shape = input_shape(count, estimate)
         h = self._header_hash().copy()
-        h.update(count.to_bytes(8, "little"))
-        h.update(max(0, estimate).to_bytes(8, "little"))
+        h.update(shape)
         for message in self._messages[max(0, count - self.TAIL_MESSAGES):count]:
             h.update(remembered(memo, message, _DIGEST_KEY, lambda: _value_digest(message)))
-        return h.digest()
+        return shape + h.digest()
 
     def whole(self, estimate: int) -> bytes:
         return self.prefix(len(self._messages), estimate)
@@ -293,27 +303,50 @@ class SentLedger:
     """What this worker returned for the inputs it reduced: input digest -> estimate sent.
 
     Bounded (least recently used out); shared by the calls of one process. Values are plain
-    integers, so nothing a caller holds is shared.
+    integers, so nothing a caller holds is shared. The shapes of the keys held (their first 16
+    bytes, ``input_shape``) are counted, so a lookup that cannot hit is answered unhashed.
     """
 
     def __init__(self, capacity: int = 4096) -> None:
         self._entries: OrderedDict[bytes, int] = OrderedDict()
+        self._shapes: dict[bytes, int] = {}
         self._capacity = capacity
         self._lock = Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
+    def holds_shape(self, shape: bytes) -> bool:
+        """Whether some key held starts with ``shape`` (a 16-byte ``input_shape``)."""
+        return shape in self._shapes
+
     def remember(self, digest: bytes, estimate: int) -> None:
         with self._lock:
+            if digest not in self._entries:
+                shape = digest[:16]
+                self._shapes[shape] = self._shapes.get(shape, 0) + 1
             self._entries[digest] = estimate
             self._entries.move_to_end(digest)
             while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+                self._dropped(self._entries.popitem(last=False)[0])
 
     def forget(self, digest: bytes) -> None:
         with self._lock:
-            self._entries.pop(digest, None)
+            if self._entries.pop(digest, None) is not None:
+                self._dropped(digest)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._shapes.clear()
+
+    def _dropped(self, digest: bytes) -> None:
+        shape = digest[:16]
+        left = self._shapes[shape] - 1
+        if left:
+            self._shapes[shape] = left
+        else:
+            del self._shapes[shape]
 
     def recall(self, digest: bytes) -> int | None:
         with self._lock:
