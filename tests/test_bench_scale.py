@@ -1,4 +1,4 @@
-"""``python -m bench.scale``: the quick run at one process answers every call exactly once with the
+"""``python -m bench.scale``: the quick run at one and two processes answers every call exactly once with the
 in-process answer and reports both phases; its checks and frame slicing hold on hand-made input
 (timing values are not asserted)."""
 
@@ -83,15 +83,15 @@ def test_the_ratios_of_two_runs_are_printed_from_the_same_invocation():
     assert "answers byte-identical across runs: yes" in text
 
 
-@pytest.mark.slow  # starts a test engine and a worker subprocess, and builds the W1 and W3 histories
-def test_quick_run_at_one_process_answers_every_call_once_with_the_in_process_answer(tmp_path):
+@pytest.mark.slow  # starts a test engine and two workers, and builds the W1 and W3 histories
+def test_quick_run_at_one_and_two_processes_answers_every_call_once_with_the_in_process_answer(tmp_path):
     from bench.child import instant_summarizer
     from context_manager import call
     from context_manager.wire.codec import dumps_wire, loads
 
     out = tmp_path / "scale.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-m", "bench.scale", "--quick", "--processes", "1", "--json", str(out)],
+    done = subprocess.run([sys.executable, "-m", "bench.scale", "--quick", "--processes", "2", "--json", str(out)],
                           capture_output=True, cwd=ROOT, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr.decode()
     lines = done.stdout.decode().splitlines()
@@ -99,23 +99,13 @@ def test_quick_run_at_one_process_answers_every_call_once_with_the_in_process_an
     assert re.split(r"\s{2,}", lines[header].strip()) == [
         "processes", "phase", "seconds", "small calls", "small/s", "small p50 ms", "small p99 ms", "large calls",
         "large/s", "MB/s", "worker CPU s", "cores", "engine+callers CPU s", "others CPU s", "peak RSS MB"]
-    assert [line.split()[:2] for line in lines[header + 2:header + 4]] == [["1", "small"], ["1", "mixed"]]
+    assert [line.split()[:2] for line in lines[header + 2:header + 6]] == [
+        ["1", "small"], ["1", "mixed"], ["2", "small"], ["2", "mixed"]]
+    assert "answers byte-identical across runs: yes" in lines
     assert "every call answered exactly once with the in-process answer: yes" in lines
 
     report = orjson.loads(out.read_bytes())
-    assert report["checks"] == {"ok": True, "problems": [], "identical_across_runs": None, "failed_runs": []}
-    [run] = report["runs"]
-    assert run["processes"] == 1 and run["worker_processes"] == 1
-    phases = run["phases"]
-    assert list(phases) == ["warm", "small", "mixed"]
-    assert phases["small"]["small"]["calls"] > 0 and phases["small"]["large"]["calls"] == 0
-    assert phases["mixed"]["small"]["calls"] > 0 and phases["mixed"]["large"]["calls"] > 0
-    calls = sum(p[kind]["calls"] for p in phases.values() for kind in ("small", "large"))
-    assert run["ledger"] == {"sent": calls, "answered": calls, "doubled": 0, "reparsed": 0, "still_waiting": 0}
-    assert all(p["lost"] == p["errors"] == p["small"]["wrong"] == p["large"]["wrong"] == 0 for p in phases.values())
-    assert set(phases["small"]["cpu"]) == {"worker_tree", "worker", "engine_and_callers", "sampler", "others"}
-    assert run["peak_rss_kib"] > 0 and set(run["hwm_kib"]) == {"parent"}
-
+    assert report["checks"] == {"ok": True, "problems": [], "identical_across_runs": True, "failed_runs": []}
     # Every answer seen, per payload, is the library's own answer to that payload.
     expected = {}
     for pool in payloads(QUICK).values():
@@ -123,7 +113,23 @@ def test_quick_run_at_one_process_answers_every_call_once_with_the_in_process_an
             summarizer = instant_summarizer if p.kind == "large" else None
             answer = dumps_wire(call("context::assemble", loads(p.data), summarizer=summarizer))
             expected[f"{p.kind}#{p.variant}"] = digest(answer)
-    assert run["expected"] == expected
-    for phase in phases.values():
-        assert all(seen == [expected[label]] for label, seen in phase["answers"].items())
-    assert set(phases["mixed"]["answers"]) == set(expected)
+    one, two = report["runs"]
+    assert (one["processes"], one["worker_processes"]) == (1, 1)
+    assert (two["processes"], two["worker_processes"]) == (2, 3)
+    assert set(one["hwm_kib"]) == {"parent"}
+    assert len(two["hwm_kib"]) == 3 and "parent" in two["hwm_kib"]
+    for run in (one, two):
+        phases = run["phases"]
+        assert list(phases) == ["warm", "small", "mixed"]
+        assert phases["small"]["small"]["calls"] > 0 and phases["small"]["large"]["calls"] == 0
+        assert phases["mixed"]["small"]["calls"] > 0 and phases["mixed"]["large"]["calls"] > 0
+        calls = sum(p[kind]["calls"] for p in phases.values() for kind in ("small", "large"))
+        assert run["ledger"] == {"sent": calls, "answered": calls, "doubled": 0, "reparsed": 0, "still_waiting": 0}
+        assert all(p["lost"] == p["errors"] == p["small"]["wrong"] == p["large"]["wrong"] == 0
+                   for p in phases.values())
+        assert set(phases["small"]["cpu"]) == {"worker_tree", "worker", "engine_and_callers", "sampler", "others"}
+        assert run["peak_rss_kib"] > 0
+        assert run["expected"] == expected
+        for phase in phases.values():
+            assert all(seen == [expected[label]] for label, seen in phase["answers"].items())
+        assert set(phases["mixed"]["answers"]) == set(expected)
