@@ -1,17 +1,21 @@
 """Reduced load for CI: 100 concurrent `context::assemble` calls, 1,000 in all, through the test
-engine (the full 500 x 10,000 run is `python scripts/load.py`)."""
+engine, to a worker in one process and to one with two serving processes (the full 500 x 10,000
+run is `python scripts/load.py [--processes 2]`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .load import run_load
 from .support import record
 
 
-def test_concurrent_assemble_calls_are_all_answered_correctly(tmp_path: Path) -> None:
-    report = run_load(concurrency=100, total=1000, sample_every=100, workdir=tmp_path)
-    record("load-ci", **report.as_dict())
+@pytest.mark.parametrize("processes", [1, 2], ids=["one-process", "two-processes"])
+def test_concurrent_assemble_calls_are_all_answered_correctly(tmp_path: Path, processes: int) -> None:
+    report = run_load(concurrency=100, total=1000, sample_every=100, workdir=tmp_path, processes=processes)
+    record("load-ci" if processes == 1 else f"load-ci-{processes}-processes", **report.as_dict())
     assert report.errors == []
     assert (report.answered, report.wrong) == (1000, 0)
     # Nothing is left waiting anywhere, and the worker holds no extra threads or descriptors.
