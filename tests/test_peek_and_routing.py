@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from context_manager.engine.peek import HINT_BYTES, Invocation, peek_invocation, session_hint
-from context_manager.processes.routing import SPILL_BYTES, Affinity
+from context_manager.processes.routing import SPILL_BYTES, Affinity, pick
 
 ID = "3b0f2c7e-5a41-4c1e-8f0a-6d2b9e7c1a55"
 
@@ -62,32 +62,40 @@ class FakeProcess:
     index: int
     load: int = 0
     calls_in_hand: int = 0
+    has_room: bool = True
 
 
-def test_a_session_stays_with_its_process_unless_that_one_is_far_busier() -> None:
-    affinity = Affinity()
+def test_a_call_goes_to_its_sessions_process_unless_that_one_is_far_busier() -> None:
     first, second = FakeProcess(0), FakeProcess(1)
-    assert affinity.choose([first, second], b"session a") is first
+    assert pick([first, second], None) is first  # a new session: the least loaded
     second.load = 10
-    assert affinity.choose([first, second], b"session b") is first
-    first.load = 20
-    assert affinity.choose([first, second], b"session a") is first  # within the spill margin
-    first.load = 10 + SPILL_BYTES + 1
-    assert affinity.choose([first, second], b"session a") is second  # spilled over ...
-    first.load = 0
-    assert affinity.choose([first, second], b"session a") is second  # ... and stays there
-    assert affinity.choose([first, second], None) is first  # no hint: the least loaded
-    assert affinity.choose([second], b"session b") is second  # its process is gone
+    assert pick([first, second], 1) is second  # its own, a little busier
+    second.load = SPILL_BYTES + 1
+    assert pick([first, second], 1) is first  # far busier: it moves
+    assert pick([first], 1) is first  # its process is gone
+    assert pick([first, second], 1, size=SPILL_BYTES * 2) is second  # a large call moves only for more
 
 
-def test_the_remembered_sessions_are_bounded() -> None:
-    affinity = Affinity(capacity=3)
-    process = FakeProcess(0)
-    for n in range(10):
-        affinity.choose([process], b"session %d" % n)
-    assert len(affinity) == 3
+def test_a_call_waits_for_its_own_process_unless_another_is_idle() -> None:
+    first, second = FakeProcess(0, load=100, calls_in_hand=1), FakeProcess(1, load=50, calls_in_hand=4, has_room=False)
+    assert pick([first, second], 1) is None  # both working: wait for its own
+    first.calls_in_hand, first.load = 0, 0
+    assert pick([first, second], 1) is first  # another is idle: go there
+    first.has_room = False
+    assert pick([first, second], None) is None  # nobody has room
 
 
 def test_ties_go_to_the_process_with_fewer_calls() -> None:
     first, second = FakeProcess(0, load=5, calls_in_hand=2), FakeProcess(1, load=5, calls_in_hand=1)
-    assert Affinity().choose([first, second], None) is second
+    assert pick([first, second], None) is second
+
+
+def test_the_remembered_sessions_are_bounded_and_refreshed_by_use() -> None:
+    affinity = Affinity(capacity=3)
+    for n in range(3):
+        affinity.remember(b"session %d" % n, n)
+    affinity.remember(b"session 0", 1)  # used again: the last to go
+    affinity.remember(b"session 3", 0)
+    assert len(affinity) == 3
+    assert [affinity.last(b"session %d" % n) for n in range(4)] == [1, None, 2, 0]
+    assert affinity.last(None) is None

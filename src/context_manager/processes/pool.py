@@ -30,7 +30,7 @@ from context_manager.engine import protocol
 from context_manager.engine.client import RemoteError
 from context_manager.engine.peek import Invocation, session_hint
 from context_manager.processes import MAX_PROCESSES, pipe
-from context_manager.processes.routing import Affinity
+from context_manager.processes.routing import Affinity, pick
 from context_manager.wire import codec, trace
 
 log = logging.getLogger("context_manager.worker")
@@ -39,6 +39,9 @@ log = logging.getLogger("context_manager.worker")
 QUICK_DEATH_SECONDS = 5.0
 MAX_RESTART_PAUSE_SECONDS = 5.0
 STOP_SECONDS = 5.0
+# Calls handed to one process at a time: more wait in the parent, which holds their only copy,
+# and are routed when a process has room, by the loads of that moment.
+CALLS_PER_PROCESS = 4
 # A frame this large takes long enough to serve that small calls must not queue behind it.
 LARGE_FRAME_BYTES = 1024 * 1024
 # A call waits at most this long for a live process before it is answered with an error.
@@ -66,11 +69,18 @@ class _Process:
         self.proc: asyncio.subprocess.Process | None = None
         self.writer: pipe.PipeWriter | None = None
         self.large_in_hand = 0
+        self.relays = 0  # engine calls made for it, still waiting for their outcome
         self.answers: asyncio.StreamReader | None = None
 
     @property
     def calls_in_hand(self) -> int:
         return len(self.calls)
+
+    @property
+    def has_room(self) -> bool:
+        """Whether it may take another call: it works on at most :data:`CALLS_PER_PROCESS`
+        at a time, not counting calls that wait on an engine call (a summary, say)."""
+        return len(self.calls) - self.relays < CALLS_PER_PROCESS
 
     @property
     def pid(self) -> int | None:
@@ -102,10 +112,11 @@ class ProcessPool:
         self._engine_invoke = engine_invoke
         self._processes = [_Process(index) for index in range(size)]
         self._affinity = Affinity()
+        self._last_large: int | None = None  # the process that took the latest large frame
         self._tags = itertools.count(1)
         self._config: bytes | None = None
         self._closing = False
-        self._live_changed = anyio.Event()
+        self._changed = anyio.Event()  # a process started or stopped, or made room
         # Large calls may fill all processes but one (with one process, nothing is held back).
         self._large_slots = anyio.Semaphore(size - 1) if size > 1 else None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -161,7 +172,7 @@ class ProcessPool:
     async def wait_ready(self) -> None:
         """Until every process is running (tests and benchmarks)."""
         while not all(process.alive for process in self._processes):
-            await self._live_changed.wait()
+            await self._changed.wait()
 
     # ------------------------------------------------------------------ what every process gets
 
@@ -194,18 +205,32 @@ class ProcessPool:
 
     async def _forward(self, invocation: Invocation, frame: bytes, large: bool) -> bytes | None:
         hint = session_hint(frame)
-        with anyio.move_on_after(NO_PROCESS_SECONDS):
-            while True:
-                live = [process for process in self._processes if process.alive]
-                if live:
-                    break
-                await self._live_changed.wait()
-        if not live:
-            return lost_call_reply(invocation, "no worker process is running")
-        if large:
-            live = [process for process in live if not process.large_in_hand] or live
-        process = self._affinity.choose(live, hint)
+        waited_for_life = 0.0
+        while True:
+            live = [process for process in self._processes if process.alive]
+            last = self._affinity.last(hint)
+            if large:
+                live = [process for process in live if not process.large_in_hand] or live
+                # A new large history joins the others: they stay in as few processes as the
+                # large calls need, and the rest keep only small sessions' caches.
+                last = self._last_large if last is None else last
+            chosen = pick(live, last, len(frame))
+            if chosen is not None:
+                break
+            # The call waits its turn here, holding its one copy of the frame, until a process
+            # has room; with none running, a bounded time for a replacement.
+            started = time.monotonic()
+            with anyio.move_on_after(NO_PROCESS_SECONDS - waited_for_life):
+                await self._changed.wait()
+            if not live:
+                waited_for_life += time.monotonic() - started
+                if waited_for_life >= NO_PROCESS_SECONDS:
+                    return lost_call_reply(invocation, "no worker process is running")
+        process = chosen
         assert isinstance(process, _Process)
+        self._affinity.remember(hint, process.index)
+        if large:
+            self._last_large = process.index
         call = _Call(invocation, len(frame))
         tag = next(self._tags)
         process.calls[tag] = call
@@ -219,6 +244,7 @@ class ProcessPool:
             process.calls.pop(tag, None)
             process.load -= call.size
             process.large_in_hand -= large
+            self._signal()
         return call.reply
 
     # ------------------------------------------------------------------ one process's life
@@ -266,7 +292,7 @@ class ProcessPool:
             process.send(pipe.CONFIG, 0, self._config)
         process.alive = True
         log.info("worker process %d started (pid=%d)", process.index, process.proc.pid)
-        self._signal_live()
+        self._signal()
 
     async def _serve_replies(self, process: _Process) -> None:
         assert process.answers is not None
@@ -287,7 +313,7 @@ class ProcessPool:
 
     def _lost(self, process: _Process, status: int | None) -> None:
         process.alive = False
-        self._signal_live()
+        self._signal()
         why = _exit_text(status)
         if process.calls:
             log.error("worker process %d (pid=%s) %s holding %d calls; they are answered with an "
@@ -301,9 +327,9 @@ class ProcessPool:
         if not self._closing:
             self.restarts += 1
 
-    def _signal_live(self) -> None:
-        self._live_changed.set()
-        self._live_changed = anyio.Event()
+    def _signal(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
 
     async def _relay(self, process: _Process, tag: int, body: bytes) -> None:
         """Make the engine call a process asked for and send it the outcome."""
@@ -311,6 +337,8 @@ class ProcessPool:
         header = orjson.loads(body[:header_end])
         frame = {"traceparent": header.get("traceparent"), "baggage": header.get("baggage")}
         context = trace.CURRENT_TRACE.set(trace.from_frame(frame))
+        process.relays += 1
+        self._signal()
         try:
             result = await self._engine_invoke(
                 header["function_id"], orjson.Fragment(body[header_end + 1:]),
@@ -320,6 +348,7 @@ class ProcessPool:
             outcome = {"error": str(exc)}
         finally:
             trace.CURRENT_TRACE.reset(context)
+            process.relays -= 1
         if process.alive:
             process.send(pipe.RESULT, tag, codec.dumps_wire(outcome))
 

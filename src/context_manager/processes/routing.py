@@ -1,10 +1,12 @@
-"""Which serving process takes a call: the one that served its session last, unless it is
-loaded with much more work than another (then the call spills over to the least loaded).
+"""Which serving process takes a call: the one that served its session last, unless that one is
+loaded with much more work than another, which then takes the call and the session with it.
 
 A process's load is the bytes of the invocation frames it holds: a proxy for the CPU work queued
 on it that needs no parsing. Staying with the last process keeps its parse and count caches
-warm for the session; moving costs one cold call, so a call stays unless the wait would cost
-more (about a quarter megabyte of frames ahead of it).
+warm for the session, and keeps each session's cached messages in one process instead of all of
+them; moving costs one cold call. So a call stays unless the wait would cost more (about a
+quarter megabyte of frames ahead of it, or its own size if larger), and when its process has no room it waits for it,
+unless another process is idle.
 """
 
 from __future__ import annotations
@@ -27,6 +29,31 @@ class Loaded(Protocol):
     @property
     def calls_in_hand(self) -> int: ...
 
+    @property
+    def has_room(self) -> bool: ...
+
+
+def pick(live: Sequence[Loaded], last: int | None, size: int = 0) -> Loaded | None:
+    """The process among ``live`` for a call of ``size`` bytes whose session ``last`` served
+    (None: a new one); None when the call should wait for room.
+
+    Moving a call costs about a cold serve of it, so the margin grows with the call: a call
+    moves when the frames ahead of it exceed those elsewhere by more than its own size.
+    """
+    ready = [process for process in live if process.has_room]
+    if not ready:
+        return None
+    best = min(ready, key=lambda p: (p.load, p.calls_in_hand))
+    own = next((process for process in live if process.index == last), None)
+    if own is None:
+        return best
+    far_busier = own.load > best.load + max(SPILL_BYTES, size)
+    if own.has_room and not far_busier:
+        return own
+    if far_busier or best.calls_in_hand == 0:
+        return best
+    return None
+
 
 class Affinity:
     """Session hint -> the process that served it last; least recently used forgotten first."""
@@ -35,24 +62,17 @@ class Affinity:
         self._capacity = capacity
         self._last: OrderedDict[int, int] = OrderedDict()
 
-    def choose(self, live: Sequence[Loaded], hint: bytes | None) -> Loaded:
-        """The process for a call with ``hint`` among the ``live`` ones (at least one)."""
-        best = min(live, key=lambda p: (p.load, p.calls_in_hand))
+    def last(self, hint: bytes | None) -> int | None:
+        return None if hint is None else self._last.get(hash(hint))
+
+    def remember(self, hint: bytes | None, index: int) -> None:
         if hint is None:
-            return best
+            return
         key = hash(hint)
-        chosen = best
-        last = self._last.get(key)
-        if last is not None:
-            for process in live:
-                if process.index == last and process.load <= best.load + SPILL_BYTES:
-                    chosen = process
-                    break
-            self._last.move_to_end(key)
-        self._last[key] = chosen.index
+        self._last[key] = index
+        self._last.move_to_end(key)
         if len(self._last) > self._capacity:
             self._last.popitem(last=False)
-        return chosen
 
     def __len__(self) -> int:
         return len(self._last)
