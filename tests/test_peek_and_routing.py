@@ -76,13 +76,12 @@ def test_a_call_goes_to_its_sessions_process_unless_that_one_is_far_busier() -> 
     assert pick([first, second], 1, size=SPILL_BYTES * 2) is second  # a large call moves only for more
 
 
-def test_a_call_waits_for_its_own_process_unless_another_is_idle() -> None:
+def test_a_call_goes_elsewhere_when_its_process_has_no_room_and_waits_when_none_has() -> None:
     first, second = FakeProcess(0, load=100, calls_in_hand=1), FakeProcess(1, load=50, calls_in_hand=4, has_room=False)
-    assert pick([first, second], 1) is None  # both working: wait for its own
-    first.calls_in_hand, first.load = 0, 0
-    assert pick([first, second], 1) is first  # another is idle: go there
+    assert pick([first, second], 1) is first
     first.has_room = False
-    assert pick([first, second], None) is None  # nobody has room
+    assert pick([first, second], None) is None
+    assert pick([first, second], 1, needs_room=False) is second  # a large call ignores room
 
 
 def test_ties_go_to_the_process_with_fewer_calls() -> None:

@@ -209,12 +209,14 @@ class ProcessPool:
         while True:
             live = [process for process in self._processes if process.alive]
             last = self._affinity.last(hint)
+            # Small and large calls keep out of each other's way: neither goes to a process
+            # serving a large history while another process is free of one.
+            candidates = [process for process in live if not process.large_in_hand] or live
             if large:
-                live = [process for process in live if not process.large_in_hand] or live
                 # A new large history joins the others: they stay in as few processes as the
                 # large calls need, and the rest keep only small sessions' caches.
                 last = self._last_large if last is None else last
-            chosen = pick(live, last, len(frame))
+            chosen = pick(candidates, last, len(frame), needs_room=not large)
             if chosen is not None:
                 break
             # The call waits its turn here, holding its one copy of the frame, until a process

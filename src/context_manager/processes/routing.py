@@ -5,8 +5,7 @@ A process's load is the bytes of the invocation frames it holds: a proxy for the
 on it that needs no parsing. Staying with the last process keeps its parse and count caches
 warm for the session, and keeps each session's cached messages in one process instead of all of
 them; moving costs one cold call. So a call stays unless the wait would cost more (about a
-quarter megabyte of frames ahead of it, or its own size if larger), and when its process has no room it waits for it,
-unless another process is idle.
+quarter megabyte of frames ahead of it, or its own size if larger) or its process has no room.
 """
 
 from __future__ import annotations
@@ -33,26 +32,24 @@ class Loaded(Protocol):
     def has_room(self) -> bool: ...
 
 
-def pick(live: Sequence[Loaded], last: int | None, size: int = 0) -> Loaded | None:
+def pick(live: Sequence[Loaded], last: int | None, size: int = 0, needs_room: bool = True) -> Loaded | None:
     """The process among ``live`` for a call of ``size`` bytes whose session ``last`` served
-    (None: a new one); None when the call should wait for room.
+    (None: a new one); None when no process has room for it.
 
     Moving a call costs about a cold serve of it, so the margin grows with the call: a call
     moves when the frames ahead of it exceed those elsewhere by more than its own size.
+    A call that ``needs_room`` false (a large one, limited in number elsewhere) ignores room.
     """
-    ready = [process for process in live if process.has_room]
+    ready = [process for process in live if process.has_room or not needs_room]
     if not ready:
         return None
     best = min(ready, key=lambda p: (p.load, p.calls_in_hand))
     own = next((process for process in live if process.index == last), None)
     if own is None:
         return best
-    far_busier = own.load > best.load + max(SPILL_BYTES, size)
-    if own.has_room and not far_busier:
+    if (own.has_room or not needs_room) and own.load <= best.load + max(SPILL_BYTES, size):
         return own
-    if far_busier or best.calls_in_hand == 0:
-        return best
-    return None
+    return best
 
 
 class Affinity:
