@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from context_manager.wire.ints import I64_MAX, I64_MIN
 from context_manager.wire.trace import TraceContext
 
 
@@ -194,6 +195,21 @@ class LeaseRecord:
 
     nonce: str
     ts: int
+
+    @classmethod
+    def from_value(cls, value: Any) -> LeaseRecord | None:
+        """A stored ``{nonce: string, ts: i64}`` object (extra members allowed); anything else,
+        to every store, means the key is free (spec 03 §6.4, §6.7)."""
+        if type(value) is not dict:
+            return None
+        nonce, ts = value.get("nonce"), value.get("ts")
+        if type(nonce) is not str or type(ts) is not int or not I64_MIN <= ts <= I64_MAX:
+            return None
+        return cls(nonce, ts)
+
+    def as_value(self) -> dict[str, Any]:
+        """The stored form, members in the spec's order."""
+        return {"nonce": self.nonce, "ts": self.ts}
 
 
 class LeaseStoreError(Exception):

@@ -20,7 +20,6 @@ from pathlib import Path
 import orjson
 
 from context_manager.ports import LeaseRecord, LeaseStoreError
-from context_manager.wire.ints import I64_MAX, I64_MIN
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 LOCK_FILE_NAME = ".lock"  # never a record: record names always end in ".json"
@@ -48,19 +47,13 @@ def os_error_text(exc: OSError) -> str:
 def parse_record(text: str) -> LeaseRecord | None:
     """A ``{nonce: string, ts: i64}`` object (extra members allowed); anything else is free."""
     try:
-        value = orjson.loads(text)
+        return LeaseRecord.from_value(orjson.loads(text))
     except orjson.JSONDecodeError:
         return None
-    if type(value) is not dict:
-        return None
-    nonce, ts = value.get("nonce"), value.get("ts")
-    if type(nonce) is not str or type(ts) is not int or not I64_MIN <= ts <= I64_MAX:
-        return None
-    return LeaseRecord(nonce, ts)
 
 
 def record_bytes(record: LeaseRecord) -> bytes:
-    return orjson.dumps({"nonce": record.nonce, "ts": record.ts})
+    return orjson.dumps(record.as_value())
 
 
 class FsLeaseStore:

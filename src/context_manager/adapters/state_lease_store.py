@@ -30,23 +30,8 @@ from collections.abc import Callable
 from typing import Any
 
 from context_manager.ports import Invoke, InvokeError, LeaseRecord, LeaseStoreError
-from context_manager.wire.ints import I64_MAX, I64_MIN
 
 TIMEOUT_MS = 5000
-
-
-def record_from_value(value: Any) -> LeaseRecord | None:
-    """A stored ``{nonce: string, ts: i64}`` object (extra members allowed); anything else is free."""
-    if type(value) is not dict:
-        return None
-    nonce, ts = value.get("nonce"), value.get("ts")
-    if type(nonce) is not str or type(ts) is not int or not I64_MIN <= ts <= I64_MAX:
-        return None
-    return LeaseRecord(nonce, ts)
-
-
-def record_value(record: LeaseRecord) -> dict[str, Any]:
-    return {"nonce": record.nonce, "ts": record.ts}
 
 
 class StateLeaseStore:
@@ -57,19 +42,19 @@ class StateLeaseStore:
         self._unusable = False  # a warning has been logged and no call has succeeded since
 
     async def get(self, scope: str, key: str) -> LeaseRecord | None:
-        return record_from_value(await self._call("state::get", {"scope": scope, "key": key}))
+        return LeaseRecord.from_value(await self._call("state::get", {"scope": scope, "key": key}))
 
     async def set(self, scope: str, key: str, record: LeaseRecord | None) -> None:
         if record is None:
             await self._call("state::delete", {"scope": scope, "key": key})
         else:
-            await self._call("state::set", {"scope": scope, "key": key, "value": record_value(record)})
+            await self._call("state::set", {"scope": scope, "key": key, "value": record.as_value()})
 
     async def swap(self, scope: str, key: str, record: LeaseRecord) -> LeaseRecord | None:
-        op = {"type": "set", "path": "", "value": record_value(record)}
+        op = {"type": "set", "path": "", "value": record.as_value()}
         reply = await self._call("state::update", {"scope": scope, "key": key, "ops": [op]},
                                  check=_check_update_reply)
-        return record_from_value(reply["old_value"])
+        return LeaseRecord.from_value(reply["old_value"])
 
     async def _call(self, function_id: str, payload: dict[str, Any],
                     check: Callable[[Any], None] | None = None) -> Any:
