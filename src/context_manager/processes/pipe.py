@@ -118,10 +118,6 @@ class PipeWriter:
         with contextlib.suppress(OSError):
             os.close(self._fd)
 
-    @property
-    def pending_bytes(self) -> int:
-        return sum(len(piece) for piece in self._pending)
-
 
 async def receive(reader: asyncio.StreamReader) -> tuple[bytes, int, bytes] | None:
     """The next message, or None at the end of the stream (the other side is gone)."""

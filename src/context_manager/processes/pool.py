@@ -120,7 +120,7 @@ class ProcessPool:
         # Large calls may fill all processes but one (with one process, nothing is held back).
         self._large_slots = anyio.Semaphore(size - 1) if size > 1 else None
         self._task_group: anyio.abc.TaskGroup | None = None
-        self.restarts = 0
+        self._calls_in_hand = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -142,14 +142,14 @@ class ProcessPool:
     async def stop(self) -> None:
         """End every process: close its pipe (it finishes what it holds), kill it if it lingers."""
         self._closing = True
+        running = [p.proc for p in self._processes if p.proc is not None and p.proc.returncode is None]
         for process in self._processes:
-            proc = process.proc
-            if proc is None or proc.returncode is not None:
-                continue
             if process.writer is not None:
                 process.writer.close()
-            with anyio.move_on_after(STOP_SECONDS):
+        with anyio.move_on_after(STOP_SECONDS):
+            for proc in running:
                 await proc.wait()
+        for proc in running:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
@@ -163,16 +163,8 @@ class ProcessPool:
 
     @property
     def calls_in_hand(self) -> int:
-        return sum(len(process.calls) for process in self._processes)
-
-    @property
-    def pids(self) -> list[int]:
-        return [pid for process in self._processes if process.alive and (pid := process.pid) is not None]
-
-    async def wait_ready(self) -> None:
-        """Until every process is running (tests and benchmarks)."""
-        while not all(process.alive for process in self._processes):
-            await self._changed.wait()
+        """Calls forwarded and not yet answered, waiting for room or held by a process."""
+        return self._calls_in_hand
 
     # ------------------------------------------------------------------ what every process gets
 
@@ -198,10 +190,14 @@ class ProcessPool:
         free of them answers the small calls, which would otherwise wait behind a history
         that takes a hundred times longer to count.
         """
-        if len(frame) < LARGE_FRAME_BYTES or self._large_slots is None:
-            return await self._forward(invocation, frame, large=False)
-        async with self._large_slots:
-            return await self._forward(invocation, frame, large=True)
+        self._calls_in_hand += 1
+        try:
+            if len(frame) < LARGE_FRAME_BYTES or self._large_slots is None:
+                return await self._forward(invocation, frame, large=False)
+            async with self._large_slots:
+                return await self._forward(invocation, frame, large=True)
+        finally:
+            self._calls_in_hand -= 1
 
     async def _forward(self, invocation: Invocation, frame: bytes, large: bool) -> bytes | None:
         hint = session_hint(frame)
@@ -326,8 +322,6 @@ class ProcessPool:
             if not call.done.is_set():
                 call.reply = lost_call_reply(call.invocation, f"the worker process serving this call {why}")
                 call.done.set()
-        if not self._closing:
-            self.restarts += 1
 
     def _signal(self) -> None:
         self._changed.set()
