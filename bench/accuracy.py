@@ -11,7 +11,9 @@ tiktoken's own ``encode_ordinary_batch`` of the same texts, and recounts them wa
 
 With ``--realdata`` (a folder of recorded sessions), it adds the real-session tables of
 ``bench.realsessions``: estimate / provider count per call for each estimator with and without
-``count_calibration: usage``, and the simulated-provider replay at each of ``--replay-windows``.
+``count_calibration: usage``, and the simulated-provider replay at each of ``--replay-windows``;
+``--replay-tokenizer-scales 1,1.2`` adds the replay counted with o200k_base (``estimator: auto``)
+against a provider whose count is that many times the simulated one.
 """
 
 from __future__ import annotations
@@ -261,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder of recorded sessions with usage (e.g. ../shared/realdata)")
     parser.add_argument("--replay-windows", default="8000,16000,32000",
                         help="context windows of the simulated-provider replay of --realdata")
+    parser.add_argument("--replay-tokenizer-scales", default="",
+                        help="also replay with the tokenizer estimator, the provider's count times each")
     parser.add_argument("--realdata-only", action="store_true", help="only the --realdata tables")
     args = parser.parse_args(argv)
     if args.realdata:
@@ -272,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         real = {"sessions": realsessions.session_table(folder),
                 "replay": [row for w in args.replay_windows.split(",") if w
                            for row in realsessions.replay_table(folder, int(w))]}
+        real["replay"] += [row for scale in args.replay_tokenizer_scales.split(",") if scale
+                           for w in args.replay_windows.split(",") if w
+                           for row in realsessions.replay_table(folder, int(w), "tokenizer", float(scale))]
         text = realsessions.render(real["sessions"], real["replay"])
         if args.realdata_only:
             print(orjson.dumps(real, option=orjson.OPT_INDENT_2).decode() if args.json else text)

@@ -8,7 +8,10 @@ Llama models, which ship no tokenizer here, so it is asked for as ``gpt-4o``).
 
 Replay table: a simulated provider (o200k_base plus hidden framing per message) writes ``usage``
 into each assistant message from the context ``context::assemble`` returned for it; a context
-assemble called fitting whose provider count exceeds the budget is an over-window call.
+assemble called fitting whose provider count exceeds the budget is an over-window call. The
+replay counts with the heuristic (``deepseek-chat``); ``estimator="tokenizer"`` counts with
+o200k_base (``gpt-4o``, ``estimator: auto``), and ``provider_scale`` multiplies the provider's
+count (1.2: a vocabulary that needs 1.2 tokens for each o200k token, as Llama's can).
 """
 
 from __future__ import annotations
@@ -104,9 +107,10 @@ class SimulatedProvider:
     PER_MESSAGE = 7
     PER_REQUEST = 60
 
-    def __init__(self) -> None:
+    def __init__(self, scale: float = 1.0) -> None:
         from context_manager.adapters.tokenizers import tokenizer_for_encoding
 
+        self.scale = scale
         tokenizer = tokenizer_for_encoding("o200k_base")
         if tokenizer is None:
             raise RuntimeError("o200k_base is unavailable")
@@ -114,17 +118,22 @@ class SimulatedProvider:
 
     def count(self, system_prompt: str, tools: Iterable[dict[str, Any]], messages: list[dict[str, Any]]) -> int:
         t = self._tokenizer
-        return (self.PER_REQUEST + t.text(system_prompt) + sum(t.function(f) for f in tools)
-                + sum(t.message(m) + self.PER_MESSAGE for m in messages))
+        return int(self.scale * (self.PER_REQUEST + t.text(system_prompt) + sum(t.function(f) for f in tools)
+                + sum(t.message(m) + self.PER_MESSAGE for m in messages)))
 
 
-def replay_row(path: Path, provider: SimulatedProvider, window: int, calibration: str) -> dict[str, Any]:
+REPLAY_ESTIMATORS = {"heuristic": ("deepseek-chat", {}), "tokenizer": ("gpt-4o", {"estimator": "auto"})}
+
+
+def replay_row(path: Path, provider: SimulatedProvider, window: int, calibration: str,
+               estimator: str = "heuristic") -> dict[str, Any]:
     """One session replayed call by call through assemble at ``window``; usage is simulated."""
+    model_id, estimator_config = REPLAY_ESTIMATORS[estimator]
     session = load(path)
     recorded = session["messages"]
     limits = {"context_window": window, "max_output_tokens": window // 8}
     config = {"count_calibration": calibration, "summarizer_fallback": "extractive",
-              "overflow_fallback": "drop_oldest"}
+              "overflow_fallback": "drop_oldest", **estimator_config}
     history: list[dict[str, Any]] = []
     calls = over = over_usable = overflows = 0
     worst = 0.0
@@ -134,7 +143,7 @@ def replay_row(path: Path, provider: SimulatedProvider, window: int, calibration
         if message["role"] == "assistant" and history:
             calls += 1
             try:
-                answer = call("context::assemble", _request(session, "deepseek-chat", history, limits), config=config)
+                answer = call("context::assemble", _request(session, model_id, history, limits), config=config)
             except CallError as exc:  # context/overflow: the call is not sent
                 if "context/overflow" not in exc.message:
                     raise
@@ -148,16 +157,18 @@ def replay_row(path: Path, provider: SimulatedProvider, window: int, calibration
             message = {**{k: v for k, v in message.items() if k != "usage"},
                        "usage": {"input": sent, "output": 1}}
         history.append(message)
-    return {"session": path.stem, "window": window, "calibration": calibration, "calls": calls,
+    return {"session": path.stem, "window": window, "calibration": calibration,
+            "estimator": estimator, "provider_scale": provider.scale, "calls": calls,
             "over_window": over, "over_usable": over_usable, "overflows": overflows, "worst_fill": worst}
 
 
-def replay_table(folder: Path, window: int) -> list[dict[str, Any]]:
-    provider = SimulatedProvider()
+def replay_table(folder: Path, window: int, estimator: str = "heuristic",
+                 provider_scale: float = 1.0) -> list[dict[str, Any]]:
+    provider = SimulatedProvider(provider_scale)
     rows = []
     for path in sorted(folder.glob("*.json")):
         for calibration in ("off", "usage"):
-            rows.append(replay_row(path, provider, window, calibration))
+            rows.append(replay_row(path, provider, window, calibration, estimator))
     return rows
 
 
@@ -170,10 +181,16 @@ def render(sessions: list[dict[str, Any]], replay: list[dict[str, Any]]) -> str:
             lines.append(f"{row['session']:<32} {mode:<18} {s['calls']:>5} {s['median']:>7.3f} {s['p5']:>7.3f} "
                          f"{s['p95']:>7.3f} {s['worst']:>7.3f} {s['p95_abs_error']:>7.3f} {s['big_calls']:>5} "
                          f"{s['big_worst_abs_error']:>12.3f}")
-    if replay:
-        lines += ["", "simulated replay (o200k_base + framing writes usage): calls over the window",
+    groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for r in replay:
+        groups.setdefault((r.get("estimator", "heuristic"), r.get("provider_scale", 1.0)), []).append(r)
+    for (estimator, scale), rows in groups.items():
+        title = "simulated replay (o200k_base + framing writes usage"
+        if (estimator, scale) != ("heuristic", 1.0):
+            title += f", {estimator} estimator, provider count x {scale:g}"
+        lines += ["", title + "): calls over the window",
                   f"{'session':<32} {'window':>7} {'calibration':<11} {'calls':>5} {'over':>5} {'>usable':>7} {'overflow':>8} {'worst fill':>10}"]
-        for r in replay:
+        for r in rows:
             lines.append(f"{r['session']:<32} {r['window']:>7} {r['calibration']:<11} {r['calls']:>5} "
                          f"{r['over_window']:>5} {r['over_usable']:>7} {r['overflows']:>8} {r['worst_fill']:>10.3f}")
     return "\n".join(lines)

@@ -138,6 +138,42 @@ def test_growth_ratio_is_never_below_the_smaller_of_the_ratio_and_one():
     assert c.scale(5000) == 6000
 
 
+def test_a_lone_anchor_with_a_tokenizer_counts_growth_at_one_when_its_ratio_is_above_one():
+    # P / E = 1500 / 1000 with no earlier anchor: with the heuristic growth counts 1.5; with a
+    # tokenizer the ratio above 1 is taken as the provider's fixed part, so growth counts 1.0.
+    messages = [user("u"), assistant("a", {"input": 1500}), user("u")]
+    sizes = [1000, 0, 400]
+    heuristic = choose_calibration(messages, range(3), sizes, 0)
+    assert heuristic.growth_ratio == 1.5 and heuristic.scale(1400) == 2100
+    exact = choose_calibration(messages, range(3), sizes, 0, exact=True)
+    assert (exact.anchor_index, exact.provider_tokens, exact.estimated_tokens) == (1, 1500, 1000)
+    assert exact.ratio == 1.5 and exact.growth_ratio == 1.0
+    assert exact.scale(1400) == 1900  # never below the estimate: P + (x - E) >= x
+    assert exact.report() == {"anchor_index": 1, "provider_tokens": 1500, "ratio": 1.5, "growth_ratio": 1.0}
+
+
+def test_a_lone_anchor_with_a_tokenizer_keeps_a_ratio_below_one():
+    messages = [user("u"), assistant("a", {"input": 800}), user("u")]
+    c = choose_calibration(messages, range(3), [1000, 0, 400], 0, exact=True)
+    assert c.growth_ratio == 0.8 and c.scale(1400) == 1120
+
+
+def test_a_lone_anchor_this_worker_reduced_keeps_its_ratio_with_a_tokenizer():
+    # Growth from what was sent (600) is mostly the history left out: it stays at P / E.
+    messages = [user("u"), assistant("a", {"input": 900}), user("u")]
+    c = choose_calibration(messages, range(3), [1000, 0, 400], 0, lambda index, estimate: 600,
+                           exact=True)
+    assert (c.estimated_tokens, c.growth_ratio) == (600, 1.5)
+    assert c.scale(1400) == 2100
+
+
+def test_with_a_tokenizer_a_measured_growth_ratio_still_wins_over_the_lone_rule():
+    messages = [user("u"), assistant("a", {"input": 3000}), user("u"), assistant("a", {"input": 5400}), user("u")]
+    c = choose_calibration(messages, range(5), [2000, 1000, 1000, 500, 500], 0, exact=True)
+    assert (c.growth_tokens, c.growth_estimate) == (2400, 2000)
+    assert c.growth_ratio == 1.2 and c.scale(5000) == 6600
+
+
 def test_custom_messages_are_not_part_of_the_anchored_prefix():
     messages = [user("u"), {"role": "custom"}, assistant("a", {"input": 50})]
     # view: request indices 0 and 2 only
@@ -168,6 +204,25 @@ def test_count_tokens_off_is_unchanged_and_usage_anchors():
     assert calibrated["calibration"] == {"anchor_index": 1, "provider_tokens": 150,
                                          "ratio": round(ratio, 4), "growth_ratio": round(ratio, 4)}
     assert sum(calibrated["by_role"].values()) <= calibrated["tokens"]
+
+
+def test_count_tokens_with_the_tokenizer_counts_growth_after_a_lone_anchor_at_one():
+    # ``estimator: auto`` on gpt-4o counts with o200k_base: what was added since the anchor
+    # counts its own estimate, the anchor counts what the provider said.
+    model = {"id": "gpt-4o", "limits": MODEL["limits"]}
+    auto = {"estimator": "auto"}
+    head = [user("x " * 300)]
+    prefix = call("context::count-tokens", {"model": model, "system_prompt": "s " * 200,
+                                             "messages": head}, config=auto)["tokens"]
+    provider = prefix * 3 // 2
+    messages = [*head, assistant("y " * 200, {"input": provider}), user("z " * 400)]
+    request = {"model": model, "system_prompt": "s " * 200, "messages": messages}
+    whole = call("context::count-tokens", request, config=auto)["tokens"]
+    calibrated = call("context::count-tokens", request, config=auto | USAGE)
+    assert calibrated["estimator"] == "tokenizer"
+    assert calibrated["tokens"] == provider + whole - prefix
+    assert calibrated["calibration"] == {"anchor_index": 1, "provider_tokens": provider,
+                                         "ratio": round(provider / prefix, 4), "growth_ratio": 1.0}
 
 
 def test_count_tokens_without_an_anchor_reports_no_calibration():

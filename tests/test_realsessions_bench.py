@@ -33,3 +33,16 @@ def test_session_table_and_replay(tmp_path: Path):
     replay = realsessions.replay_row(tmp_path / "one.json", realsessions.SimulatedProvider(), 8000, "usage")
     assert (replay["calls"], replay["over_window"], replay["overflows"]) == (2, 0, 0)
     assert "simulated replay" in realsessions.render(rows, [replay])
+
+
+def test_replay_with_the_tokenizer_against_a_scaled_provider(tmp_path: Path):
+    (tmp_path / "one.json").write_bytes(orjson.dumps(session()))
+    provider = realsessions.SimulatedProvider(1.2)
+    replay = realsessions.replay_row(tmp_path / "one.json", provider, 8000, "usage", "tokenizer")
+    assert (replay["estimator"], replay["provider_scale"]) == ("tokenizer", 1.2)
+    assert (replay["calls"], replay["over_window"], replay["overflows"]) == (2, 0, 0)
+    text = realsessions.render([], [replay])
+    assert "simulated replay (o200k_base + framing writes usage, tokenizer estimator, provider count x 1.2)" in text
+    # The default replay keeps its title.
+    default = realsessions.replay_row(tmp_path / "one.json", realsessions.SimulatedProvider(), 8000, "off")
+    assert "simulated replay (o200k_base + framing writes usage): calls" in realsessions.render([], [default])

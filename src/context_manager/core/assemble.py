@@ -381,6 +381,7 @@ def _calibration(
         # A summary placed as a message is counted with the fixed part: no request index holds it.
         state.prompt_tokens + state.tools_tokens + state.summary_size,
         Recall(ledger, digests) if ledger is not None else None,
+        exact=estimator.kind == "tokenizer",
     )
     return calibration, digests
 

@@ -165,7 +165,8 @@ def _calibration(measured: _Measured, ctx: HandlerContext) -> Calibration | None
         digests = InputDigests((est.kind, request["model"].id, request["system_prompt"], None,
                                 request["tools"]), messages, ctx.memo)
         recall = Recall(ledger, digests)
-    return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall)
+    return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall,
+                              exact=est.kind == "tokenizer")
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:

@@ -8,8 +8,12 @@ that was actually sent for the anchored call, an estimate ``x`` of the current r
 the session's growth ratio ``g``. ``g`` is what the provider counted for the growth between the
 anchor and an earlier anchor over our estimate of that growth (so a fixed part the provider adds
 to every request, such as hidden framing or tools sent as text, is not scaled), never below
-``min(P / E, 1)``; with a single anchor it is the observed ratio ``P / E``. When nothing before
-the anchor changed, the count is ``P`` plus the estimate of what was added since, scaled.
+``min(P / E, 1)``; with a single anchor it is the observed ratio ``P / E``, except that with a
+tokenizer (``estimator: auto`` on a known vocabulary), an anchor whose prompt is the request's own
+prefix counts growth at ``min(P / E, 1)``: its ratio above 1 is mostly the provider's fixed part,
+and a tokenizer's count of new content is already about one provider token each (``lone_anchor``).
+When nothing before the anchor changed, the count is ``P`` plus the estimate of what was added
+since, scaled.
 
 What was sent for the anchored call:
 
@@ -157,6 +161,7 @@ def choose_calibration(
     sizes: Sequence[int],
     fixed_tokens: int,
     recalled: Recall | None = None,
+    exact: bool = False,
 ) -> Calibration | None:
     """The anchor for a request, or None.
 
@@ -164,7 +169,9 @@ def choose_calibration(
     index of model-facing message ``i`` and ``sizes[i]`` its estimate; ``fixed_tokens`` is the
     estimate of the system prompt and tools. ``recalled(index, estimate)`` gives what this worker
     returned for the call whose input was ``messages[:index]`` (estimated at ``estimate``) when it
-    reduced that call, else None.
+    reduced that call, else None. ``exact`` says the estimator is a tokenizer: a lone anchor
+    whose prompt is the request's own prefix then counts growth at ``min(P / E, 1)``
+    (``lone_anchor``).
     """
     total = fixed_tokens + sum(sizes)
     latest: Calibration | None = None
@@ -187,7 +194,7 @@ def choose_calibration(
         sent = recalled(index, prefix) if recalled is not None else None
         estimated = sent if sent is not None else prefix
         if latest is None:
-            candidate = Calibration(index, provider, estimated)
+            candidate = lone_anchor(index, provider, estimated, exact and sent is None)
             if _plausible(provider, estimated) and _not_below_added(candidate, total, prefix):
                 latest, latest_prefix, tried = candidate, prefix, 0
             continue
@@ -208,6 +215,29 @@ def choose_calibration(
                 return calibration
         break
     return latest
+
+
+def lone_anchor(index: int, provider: int, estimated: int, capped: bool) -> Calibration:
+    """An anchor before a growth ratio is measured: growth at the observed ratio ``P / E``,
+    or at ``min(P / E, 1)`` when ``capped``.
+
+    ``P / E`` holds what the provider adds once per request (framing of the system prompt and
+    tools) as well as its ratio for content. A heuristic's ratio for content is far from 1, so
+    ``P / E`` is mostly that ratio and scales growth. A tokenizer's estimate of new content is
+    already a token count of a related vocabulary, so a ratio above 1 is largely the fixed part
+    and over-counts what is added (the OpenHands sessions: 1.44-1.50 observed, about 1.0 for
+    the content added). Capped at 1, the least growth ratio a pair of anchors is ever given, a
+    count never falls below the floor of the guard rails: ``P + (x - E)``, at least ``x``.
+
+    The cap is for an anchored prompt that is the request's own prefix, where growth is what
+    was added since. When this worker reduced the anchored call, growth from what it sent is
+    mostly the history it left out and fits again; counting that at 1 would plan reductions
+    short by the vocabulary's gap (a provider counting 1.2 o200k tokens per token overflowed
+    its window in the replay), so it keeps ``P / E``.
+    """
+    if capped and provider > estimated:
+        return Calibration(index, provider, estimated, estimated, estimated)
+    return Calibration(index, provider, estimated)
 
 
 def _usage_indices(messages: Sequence[dict[str, Any]]) -> Iterator[int]:
