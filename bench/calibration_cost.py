@@ -4,10 +4,12 @@
 
 Runs W5's growing history through a fresh ``WorkerTurn`` per measurement, with the key off and
 on, and prints the CPU time per warm turn (turns 6..N) of each, the part spent choosing the
-anchor and keeping the ledger, and the ratio on / off. Two inputs: W5 as generated (its
-``usage`` members are random, so the calibrated calls decide differently and return more) and
-W5 with the ``usage`` members removed (both modes take the same decisions: the difference is the
-calibration's own cost). Both modes see the same frames from the same cold state (the shared
+anchor and keeping the ledger, and the ratio on / off. Three inputs: W5 with the ``usage``
+members removed (both modes take the same decisions: the difference is the calibration's own
+cost); W5 with the ``usage`` a provider would write (each assistant message carries the count of
+the context the loop sent before it: the answer's ``token_count``, as a provider whose count
+matches the estimate would bill it); and W5 as generated (its ``usage`` members are random, far
+below any real count, so the calibrated calls prune less and return more). Both modes see the same frames from the same cold state (the shared
 message memo and sent ledger are emptied before each measurement); the modes alternate, and the
 medians over ``--rounds`` measurements are compared, so the machine's drift hits both alike.
 """
@@ -43,17 +45,39 @@ def _timed(function: Callable[..., Any], spent: dict[str, float]) -> Callable[..
     return wrapper
 
 
-def _requests(calls: int, strip_usage: bool) -> list[bytes]:
-    """The request bytes of calls 1..N of W5 (W2 quick grown by one round per call)."""
+def _strip(message: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in message.items() if k != "usage"}
+
+
+def _requests(calls: int, usage: str) -> list[bytes]:
+    """The request bytes of calls 1..N of W5 (W2 quick grown by one round per call); ``usage``
+    is ``none``, ``provider`` or ``generated`` (see the module docstring)."""
     base = workloads._assemble_request(workloads.session_for("W2", quick=True), workloads.DEFAULT_SEED)
     growth = workloads.w5_growth(calls=calls)
-    if strip_usage:
-        def strip(m: dict[str, Any]) -> dict[str, Any]:
-            return {k: v for k, v in m.items() if k != "usage"}
-        base = {**base, "messages": [strip(m) for m in base["messages"]]}
-        growth = [[strip(m) for m in round_] for round_ in growth]
-    return [orjson.dumps({**base, "messages": base["messages"] + [m for r in growth[:k] for m in r]})
-            for k in range(1, calls + 1)]
+    if usage == "generated":
+        return [orjson.dumps({**base, "messages": base["messages"] + [m for r in growth[:k] for m in r]})
+                for k in range(1, calls + 1)]
+    history = [_strip(m) for m in base["messages"]]
+    requests: list[bytes] = []
+    sent = _sent_tokens({**base, "messages": history})
+    for round_ in growth:
+        for message in round_:
+            message = _strip(message)
+            if usage == "provider" and message["role"] == "assistant":
+                message["usage"] = {"input": sent, "output": 0, "cache_read": 0, "cache_write": 0}
+            history.append(message)
+        request = {**base, "messages": list(history)}
+        requests.append(orjson.dumps(request))
+        if usage == "provider":
+            sent = _sent_tokens(request)
+    return requests
+
+
+def _sent_tokens(request: dict[str, Any]) -> int:
+    """The count of the context assemble returns for ``request`` (calibration off)."""
+    from context_manager import call
+
+    return int(call("context::assemble", request, config={"count_calibration": "off"})["token_count"])
 
 
 def measure(requests: list[bytes], mode: str, spent: dict[str, float]) -> tuple[float, float, int]:
@@ -62,7 +86,7 @@ def measure(requests: list[bytes], mode: str, spent: dict[str, float]) -> tuple[
     SHARED_MEMO.clear()
     SHARED_LEDGER.clear()
     turn = WorkerTurn()
-    turn.worker.config = replace(bench_config(), count_calibration=mode)
+    turn.worker.services.config = replace(bench_config(), count_calibration=mode)
     frames = [turn.frame("context::assemble", request, k) for k, request in enumerate(requests, 1)]
     total = 0.0
     replied = 0
@@ -89,8 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     assemble_module._remember_sent = _timed(assemble_module._remember_sent, spent)
     print(f"W5 warm turns {WARMUP + 1}..{args.calls}, CPU ms per turn, median of {args.rounds} "
           f"alternating measurements per mode")
-    for label, strip in (("usage members removed (same decisions)", True), ("W5 as generated", False)):
-        requests = _requests(args.calls, strip)
+    inputs = (("usage members removed (same decisions)", "none"),
+              ("usage a provider would write", "provider"),
+              ("W5 as generated (random usage)", "generated"))
+    for label, usage in inputs:
+        requests = _requests(args.calls, usage)
         times: dict[str, list[float]] = {mode: [] for mode in MODES}
         calibration: list[float] = []
         replies: dict[str, int] = {}

@@ -79,7 +79,7 @@ class WorkerTurn:
         self.worker = Worker(self.client, ConfigurationSource(self.client, "context-manager"))
         self.loop = asyncio.new_event_loop()
         self.loop.run_until_complete(self.worker.register_functions())
-        self.worker.config = bench_config()
+        self.worker.services.config = bench_config()
 
     @staticmethod
     def frame(function_id: str, request: bytes, invocation: int) -> bytes:

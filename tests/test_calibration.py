@@ -316,10 +316,32 @@ def test_a_context_this_worker_reduced_anchors_on_what_it_returned():
     calibration = second["breakdown"]["calibration"]
     assert calibration["anchor_index"] == 5
     assert calibration["ratio"] == round(provider / sent_estimate, 4)
-    # Without the ledger the whole raw prefix would have been the anchored prompt.
+    # Without the record, the raw prefix before the anchor (over the usable budget, so it was
+    # not sent as it is) cannot be the anchored prompt: its ratio would be that of a smaller
+    # prompt, an under-count. The call counts as without calibration.
     SHARED_LEDGER.clear()
     third = call("context::assemble", {**request, "messages": follow}, config=config)
-    assert third["breakdown"]["calibration"]["ratio"] < calibration["ratio"]
+    assert "calibration" not in third["breakdown"]
+    SHARED_LEDGER.clear()
+    assert third == call("context::assemble", {**request, "messages": follow},
+                         config={**config, "count_calibration": "off"})
+
+
+def test_a_reduced_context_is_never_counted_below_its_estimate_at_the_smaller_ratio():
+    # Growth measured at 1.2 over an anchor observed at 0.8: a context reduced far below the
+    # anchored prompt counts at least its estimate at 0.8, never the affine count (here below 0).
+    calibration = Calibration(7, 80_000, 100_000, 12_000, 10_000)
+    assert calibration.scale(100_000) == 80_000
+    assert calibration.scale(110_000) == 92_000
+    assert calibration.scale(20_000) == 16_000  # affine: 80,000 - 96,000 < 0
+    assert calibration.scale(90_000) == 72_000  # affine 68,000 is lower
+    # A budget's estimate is the largest whose count fits it, under either bound.
+    for budget in (1, 15_999, 16_000, 60_000, 79_999, 80_000, 95_000):
+        estimate = calibration.unscale(budget)
+        assert calibration.scale(estimate) <= budget < calibration.scale(estimate + 1)
+    # With growth below the observed ratio the affine count is the larger: kept.
+    slow = Calibration(7, 80_000, 100_000, 6_000, 10_000)
+    assert slow.scale(90_000) == 74_000
 
 
 def test_ledger_is_bounded_and_keys_ignore_member_order():
@@ -353,3 +375,22 @@ def test_ledger_counts_the_shapes_it_holds_through_eviction_and_forget():
     assert ledger.holds_shape(input_shape(2, 9)) and ledger.recall(second) == 6
     ledger.clear()
     assert len(ledger) == 0 and not ledger.holds_shape(input_shape(2, 9))
+
+
+def test_an_input_over_the_budget_sent_as_it_is_is_remembered_for_the_next_anchor():
+    small = {"id": "m", "limits": {"context_window": 1700, "max_output_tokens": 100}}
+    history = [user("w" * 4000), assistant("a", {"input": 800}), user("w" * 2800), assistant("b"), user("q")]
+    request = {"model": small, "messages": history, "options": {"reserved_tokens": 0}}
+    SHARED_LEDGER.clear()
+    first = call("context::assemble", request, config=USAGE)
+    # Estimated over the 1,600 budget, calibrated within it: sent as it is.
+    assert (first["usable"], first["token_count"], first["messages"] == history) == (1600, 1436, True)
+    follow = history + [assistant("c", {"input": 1436}), user("next")]
+    second = call("context::assemble", {**request, "messages": follow}, config=USAGE)
+    assert second["breakdown"]["calibration"] == {"anchor_index": 5, "provider_tokens": 1436,
+                                                  "ratio": 0.7851, "growth_ratio": 0.7851}
+    # Without the record the newest anchor's prompt (over the budget) is not trusted: the one
+    # before it, whose prompt fits, is the anchor.
+    SHARED_LEDGER.clear()
+    third = call("context::assemble", {**request, "messages": follow}, config=USAGE)
+    assert third["breakdown"]["calibration"]["anchor_index"] == 1

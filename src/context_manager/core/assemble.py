@@ -234,7 +234,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
                              config.summary_placement)
     if options.explain:
         state.explanation = Explanation()
-    calibration, digests = _calibration(state, request, estimator, deps, reuse)
+    calibration, digests = _calibration(state, request, estimator, deps, reuse, usable)
     counter = deps.token_counter if config.estimator == "router" else None
     routed = None
     if counter is not None:
@@ -294,7 +294,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     if state.total() > budget:
         raise errors.overflow(_reported(state, state.total(), calibration), usable)
     if digests is not None:
-        _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens)
+        _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens, usable)
     if calibration is not None:
         _calibrate_applied(applied, calibration)
         if state.explanation is not None:
@@ -361,7 +361,7 @@ def _unchanged(state: _Context, request: AssembleRequest) -> bool:
 
 def _calibration(
     state: _Context, request: AssembleRequest, estimator: Estimator, deps: AssembleDeps,
-    reuse: CallReuse,
+    reuse: CallReuse, usable: int,
 ) -> tuple[Calibration | None, InputDigests | None]:
     """The call's anchor (``core.counting.calibration``) and its input digests, under
     ``count_calibration: usage``; (None, None) otherwise."""
@@ -382,6 +382,8 @@ def _calibration(
         state.prompt_tokens + state.tools_tokens + state.summary_size,
         Recall(ledger, digests) if ledger is not None else None,
         exact=estimator.kind == "tokenizer",
+        # Over the budget, a prompt this process has no record of was reduced somewhere.
+        unrecorded_limit=usable,
     )
     return calibration, digests
 
@@ -401,13 +403,15 @@ def _calibrate_applied(applied: dict[str, Any], calibration: Calibration) -> Non
 
 
 def _remember_sent(state: _Context, request: AssembleRequest, digests: InputDigests,
-                   deps: AssembleDeps, input_estimate: int) -> None:
+                   deps: AssembleDeps, input_estimate: int, usable: int) -> None:
     """A reduced context is not the request's prefix any more: remember what was sent, so the
-    next call's anchor on this one is measured against it."""
+    next call's anchor on this one is measured against it. An input over the usable budget
+    that was sent as it is (its calibrated count fitted) is remembered too: without a record,
+    a prefix over the budget is taken as reduced elsewhere and not anchored on."""
     ledger = deps.sent_ledger
     if ledger is None:
         return
-    if not _unchanged(state, request):
+    if input_estimate > usable or not _unchanged(state, request):
         ledger.remember(digests.whole(input_estimate), state.total() - state.overhead_tokens)
 
 

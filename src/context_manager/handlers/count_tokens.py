@@ -153,7 +153,8 @@ def _respond(measured: _Measured, calibration: Calibration | None, routed: bool)
 
 def _calibration(measured: _Measured, ctx: HandlerContext) -> Calibration | None:
     """The anchor of ``count_calibration: usage`` (``core.counting.calibration``): every message
-    counted here is taken as sent, unless this process reduced the anchored call."""
+    counted here is taken as sent, unless this process reduced the anchored call or the prompt
+    before the anchor is over the model's context window."""
     if ctx.config.count_calibration != "usage":
         return None
     request, est, sizes = measured.request, measured.est, measured.sizes
@@ -165,8 +166,12 @@ def _calibration(measured: _Measured, ctx: HandlerContext) -> Calibration | None
         digests = InputDigests((est.kind, request["model"].id, request["system_prompt"], None,
                                 request["tools"]), messages, ctx.memo)
         recall = Recall(ledger, digests)
+    # No budget is computed here; a prompt over the model's whole window (when the request
+    # gives it) was not sent as it is either.
+    limits = request["model"].limits
     return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall,
-                              exact=est.kind == "tokenizer")
+                              exact=est.kind == "tokenizer",
+                              unrecorded_limit=limits.context_window if limits is not None else None)
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:

@@ -20,13 +20,19 @@ What was sent for the anchored call:
 * this worker reduced it (pruned, capped, compacted, dropped): the estimate it returned then,
   remembered per input in a bounded ``SentLedger`` keyed by a digest of that call's input;
 * otherwise (no record): the request's own prefix, i.e. the system prompt, the tools and the
-  model-facing messages before the anchor, as they are now.
+  model-facing messages before the anchor, as they are now; but only when that prefix could
+  have been sent as it is: a prefix whose estimate is over the usable budget (``unrecorded_limit``)
+  was reduced by some process (another worker process, or a record this one has forgotten), what
+  was sent is unknown, and its ratio would be that of a smaller prompt, an under-count. Such an
+  anchor is not used.
 
 Guard rails: an anchor whose ratio ``P / E`` lies outside [0.25, 4] is ignored (the next earlier
 anchor is tried, up to ``MAX_ANCHORS_TRIED``); so is one whose calibrated count would fall below
 the estimate of the content added after it. A growth ratio outside [0.25, 4] is not used (the
-observed ratio is). A ``usage`` with negative or non-integer members never decodes (the usual decoding error); one
-with absurd totals fails the ratio check. Overhead (``request_overhead_tokens``) is the caller's
+observed ratio is). A count below the anchored prompt's estimate (a context reduced below it) is
+never below that estimate at the smaller of the two ratios. A ``usage`` with negative or
+non-integer members never decodes (the usual decoding error); one with absurd totals fails the
+ratio check. Overhead (``request_overhead_tokens``) is the caller's
 own allowance and is never scaled.
 """
 
@@ -101,9 +107,20 @@ class Calibration:
         return num / den
 
     def scale(self, tokens: int) -> int:
-        """Estimator units to provider units, rounded up (a count never rounds down)."""
+        """Estimator units to provider units, rounded up (a count never rounds down).
+
+        Growth past the anchored prompt is counted at the growth ratio. Below it (a context
+        reduced under the anchored prompt) the count is never less than the estimate at the
+        smaller of the growth and observed ratios: a growth ratio above the observed one would
+        otherwise take a reduced context towards zero.
+        """
         num, den = self._growth()
-        return max(0, self.provider_tokens + -(-(tokens - self.estimated_tokens) * num // den))
+        affine = self.provider_tokens + -(-(tokens - self.estimated_tokens) * num // den)
+        if tokens >= self.estimated_tokens:
+            return affine
+        if num * self.estimated_tokens <= self.provider_tokens * den:  # growth ratio <= observed
+            return max(0, affine)
+        return max(affine, -(-max(0, tokens) * self.provider_tokens // self.estimated_tokens))
 
     def amount(self, tokens: int) -> int:
         """A part or a difference (freed, capped, one text) at the growth ratio, rounded up."""
@@ -116,11 +133,15 @@ class Calibration:
         return max(0, tokens) * den // num
 
     def unscale(self, tokens: int) -> int:
-        """The largest estimate whose calibrated count is at most ``tokens``."""
+        """The largest estimate whose calibrated count (:meth:`scale`) is at most ``tokens``."""
         num, den = self._growth()
         if tokens <= 0:
             return 0
-        return max(0, self.estimated_tokens + (tokens - self.provider_tokens) * den // num)
+        estimate = max(0, self.estimated_tokens + (tokens - self.provider_tokens) * den // num)
+        if estimate < self.estimated_tokens and num * self.estimated_tokens > self.provider_tokens * den:
+            # Below the anchored prompt the count is also at least the estimate at P / E.
+            estimate = min(estimate, tokens * self.estimated_tokens // self.provider_tokens)
+        return estimate
 
     def apportion(self, parts: Sequence[int]) -> list[int]:
         """Calibrated parts that sum exactly to ``scale(sum(parts))``: each part's share of the
@@ -162,6 +183,7 @@ def choose_calibration(
     fixed_tokens: int,
     recalled: Recall | None = None,
     exact: bool = False,
+    unrecorded_limit: int | None = None,
 ) -> Calibration | None:
     """The anchor for a request, or None.
 
@@ -171,7 +193,8 @@ def choose_calibration(
     returned for the call whose input was ``messages[:index]`` (estimated at ``estimate``) when it
     reduced that call, else None. ``exact`` says the estimator is a tokenizer: a lone anchor
     whose prompt is the request's own prefix then counts growth at ``min(P / E, 1)``
-    (``lone_anchor``).
+    (``lone_anchor``). An anchor without a record whose prefix is estimated above
+    ``unrecorded_limit`` (None: no limit) is skipped: that prompt was not sent as it is.
     """
     total = fixed_tokens + sum(sizes)
     latest: Calibration | None = None
@@ -192,6 +215,8 @@ def choose_calibration(
         suffix_start = start
         prefix = total - suffix
         sent = recalled(index, prefix) if recalled is not None else None
+        if sent is None and unrecorded_limit is not None and prefix > unrecorded_limit:
+            continue
         estimated = sent if sent is not None else prefix
         if latest is None:
             candidate = lone_anchor(index, provider, estimated, exact and sent is None)
