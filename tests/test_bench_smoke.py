@@ -166,3 +166,18 @@ def test_a_pending_set_is_reported_not_measured():
     assert report.rows == []
     assert report.pending == ["W3 (context::assemble): pending — no summariser"]
     assert [(m.workload, m.verdict) for m in report.memory] == [("W3", "pending")]
+
+
+def test_quick_w5_runs_the_worker_turn_against_its_cold_baseline():
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "W5", "--no-e2e"],
+                          capture_output=True, cwd=ROOT, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("workload  function"))
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[start + 2:start + 4]]
+    assert [(r[0], r[1], r[2], r[5]) for r in rows] == [
+        ("W5", "assemble", "warm worker turn (agent loop)", "cold worker turn, same history"),
+        ("W5", "assemble", "warm worker turn (agent loop)", "floor: loads(req)+dumps(resp)"),
+    ]
+    assert rows[0][8] == "≤ 0.40× cold" and rows[0][9] in ("PASS", "MISS")
