@@ -7,7 +7,7 @@ from shorthand import PNG, C, M, U
 from context_manager.core.counting.estimate import HEURISTIC, result_tokens
 from context_manager.wire.codec import utf8_len
 from context_manager.wire.messages import (
-    image_count,
+    images_in,
     is_real_user_turn,
     resolve_inline_function_ids,
     text_of,
@@ -29,10 +29,11 @@ def test_text_of_ignores_nested_and_non_text_blocks():
     assert text_of(blocks) == ""
 
 
-def test_image_count_recurses_into_result_blocks_only():
+def test_images_are_found_inside_result_blocks_only():
     nested = {"type": "function_result", "function_call_id": "c",
               "content": [PNG, {"type": "function_result", "function_call_id": "d", "content": [PNG]}]}
-    assert image_count([PNG, nested, {"type": "text", "text": "t"}]) == 3
+    found = list(images_in([PNG, nested, {"type": "text", "text": "t"}]))
+    assert found == [PNG, PNG, PNG] and all(image is PNG for image in found)
 
 
 def test_result_tokens_is_text_estimate_plus_image_allowances():

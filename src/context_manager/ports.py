@@ -64,6 +64,10 @@ class Estimator(Protocol):
 
     def function(self, f: dict[str, Any]) -> int: ...
 
+    def image(self, block: dict[str, Any]) -> int:
+        """One image block (the flat budget, or its provider's price)."""
+        ...
+
 
 class TokenizerSource(Protocol):
     """Exact tokenizers by model (``estimator: auto``); the composition roots provide one."""

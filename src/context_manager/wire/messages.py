@@ -8,6 +8,7 @@ id from the calls that precede it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 Message = dict[str, Any]
@@ -21,15 +22,13 @@ def text_of(blocks: list[Block]) -> str:
     return "\n".join(block["text"] for block in blocks if block["type"] == "text")
 
 
-def image_count(blocks: list[Block]) -> int:
-    """Images at the top level plus, recursively, inside nested function_result blocks."""
-    count = 0
+def images_in(blocks: list[Block]) -> Iterator[Block]:
+    """Image blocks at the top level and, recursively, inside nested function_result blocks."""
     for block in blocks:
         if block["type"] == "image":
-            count += 1
+            yield block
         elif block["type"] == "function_result":
-            count += image_count(block["content"])
-    return count
+            yield from images_in(block["content"])
 
 
 def has_inline_result(message: Message) -> bool:

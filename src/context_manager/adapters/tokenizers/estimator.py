@@ -107,3 +107,6 @@ class TokenizerEstimator:
             cached = self.count(serialized.decode())
             self.cache.put(key, cached)
         return cached
+
+    def image(self, block: dict[str, Any]) -> int:
+        return IMAGE_TOKEN_BUDGET

@@ -18,7 +18,7 @@ from context_manager.core.reuse import CallReuse
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import Estimator, TokenizerSource
 from context_manager.wire.codec import utf8_len
-from context_manager.wire.messages import Block, image_count, text_of
+from context_manager.wire.messages import Block, images_in, text_of
 
 _NULL_LEN = 4  # len(b"null")
 
@@ -74,6 +74,9 @@ class HeuristicEstimator:
 
     def function(self, f: dict[str, Any]) -> int:
         return len(orjson.dumps(f)) // 4
+
+    def image(self, block: dict[str, Any]) -> int:
+        return IMAGE_TOKEN_BUDGET
 
 
 HEURISTIC = HeuristicEstimator()
@@ -158,17 +161,4 @@ def by_role(messages: Iterable[dict[str, Any]], sizes: Iterable[int]) -> dict[st
 
 def result_tokens(blocks: list[Block], estimator: Estimator) -> int:
     """Size of a result's content as the passes measure it (text plus image allowances)."""
-    price = getattr(estimator, "image", None)
-    if price is None:
-        return estimator.text(text_of(blocks)) + IMAGE_TOKEN_BUDGET * image_count(blocks)
-    return estimator.text(text_of(blocks)) + sum(price(b) for b in _images_in(blocks))
-
-
-def _images_in(blocks: list[Block]) -> list[Block]:
-    found: list[Block] = []
-    for block in blocks:
-        if block["type"] == "image":
-            found.append(block)
-        elif block["type"] == "function_result":
-            found.extend(_images_in(block["content"]))
-    return found
+    return estimator.text(text_of(blocks)) + sum(estimator.image(b) for b in images_in(blocks))

@@ -23,6 +23,7 @@ import math
 from typing import Any, Literal
 
 from context_manager.wire.image_header import image_size
+from context_manager.wire.messages import images_in
 
 # The flat allowance of the original: what an image costs when it cannot be priced.
 IMAGE_TOKEN_BUDGET = 4096
@@ -95,18 +96,6 @@ def image_tokens(block: dict[str, Any], provider: ImageProvider | None) -> int:
     return openai_tokens(*size) if provider == "openai" else anthropic_tokens(*size)
 
 
-def _image_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Image blocks at any depth of inline results."""
-    found = []
-    for block in blocks:
-        kind = block["type"]
-        if kind == "image":
-            found.append(block)
-        elif kind == "function_result":
-            found.extend(_image_blocks(block["content"]))
-    return found
-
-
 _NESTED_MEDIA = frozenset(("image", "function_result"))
 
 
@@ -126,7 +115,7 @@ class PricedImages:
         content = m["content"]
         if not any(block["type"] in _NESTED_MEDIA for block in content):
             return tokens
-        for block in _image_blocks(content):
+        for block in images_in(content):
             tokens += image_tokens(block, self.provider) - IMAGE_TOKEN_BUDGET
         return tokens
 
