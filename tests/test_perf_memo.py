@@ -137,7 +137,7 @@ def test_memory_is_bounded_by_bytes_and_the_least_recently_used_goes_first() -> 
         memo.decode_all(parsed(messages), t.decode_message)
     assert memo.size_bytes <= 4000
     assert 0 < len(memo) < 10
-    kept = {entry.message["timestamp"] for entry in memo._entries.values()}
+    kept = {entry.message["timestamp"] for entry in memo._lru.values()}
     assert kept == set(range(10 - len(memo), 10))  # the newest survive
     memo.clear()
     assert (len(memo), memo.size_bytes) == (0, 0)

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from context_manager.wire.lru import ByteLRU, SeenKeys
+from context_manager.wire.lru import ByteLRU, BytesBounded, SeenKeys
 from context_manager.wire.schema import (
     BLOCK_LIST,
     BLOCK_TAG,
@@ -196,10 +196,10 @@ def _same_types(raw: Any, probes: tuple[tuple[Path, tuple[tuple[Any, Any], ...]]
     return True
 
 
-class MessageMemo:
+class MessageMemo(BytesBounded):
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         # An entry that leaves, evicted or replaced, leaves the side indexes with it.
-        self._entries: ByteLRU[Any, Entry] = ByteLRU(max_bytes, on_evict=self._forget)
+        self._lru: ByteLRU[Any, Entry] = ByteLRU(max_bytes, on_evict=self._forget)
         self._by_id: dict[int, Entry] = {}
         self._by_raw: dict[int, Entry] = {}  # id(entry.raw) -> entry
         self._seen: SeenKeys[Any, None] = SeenKeys(MAX_SEEN_KEYS)  # first messages of histories met once
@@ -236,7 +236,7 @@ class MessageMemo:
         ``_found``)."""
         out: list[dict[str, Any]] = []
         append = out.append
-        entries = self._entries
+        entries = self._lru
         get = entries.get
         by_raw = self._by_raw
         hits = 0
@@ -293,7 +293,7 @@ class MessageMemo:
             return False
         try:
             key = bucket_key(first)
-            if key in self._entries or key in self._seen:
+            if key in self._lru or key in self._seen:
                 return True
         except TypeError:
             return False
@@ -332,9 +332,9 @@ class MessageMemo:
         except (TypeError, ValueError):  # not plain JSON: nothing to share
             return decode(raw)
         with self._lock:
-            entry = self._entries.get(key)
+            entry = self._lru.get(key)
             if entry is not None:
-                self._entries.move_to_end(key)
+                self._lru.move_to_end(key)
                 self.hits += 1
                 return entry.message
             value = decode(raw)
@@ -346,7 +346,7 @@ class MessageMemo:
         if cost is None:
             cost = _approx_bytes(message)
         entry = Entry(message, key)
-        if not self._entries.put(key, entry, cost):
+        if not self._lru.put(key, entry, cost):
             return None
         self._by_id[id(message)] = entry
         return entry
@@ -367,23 +367,13 @@ class MessageMemo:
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
+            self._lru.clear()
             self._by_id.clear()
             self._by_raw.clear()
             self._seen.clear()
             self.hits = 0
             self.misses = 0
 
-    @property
-    def max_bytes(self) -> int:
-        return self._entries.max_bytes
-
-    @property
-    def size_bytes(self) -> int:
-        return self._entries.size_bytes
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 SHARED_MEMO = MessageMemo()

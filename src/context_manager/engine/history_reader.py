@@ -41,7 +41,7 @@ import orjson
 
 from context_manager.wire.codec import loads
 from context_manager.wire.errors import DecodeError
-from context_manager.wire.lru import ByteLRU, SeenKeys
+from context_manager.wire.lru import ByteLRU, BytesBounded, SeenKeys
 
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 # A larger history is parsed in full every time: keeping it would crowd out every other.
@@ -145,7 +145,7 @@ def array_start(data: bytes, path: tuple[str, ...]) -> int | None:
     return tokens.pos
 
 
-class HistoryReader:
+class HistoryReader(BytesBounded):
     """``loads`` for requests whose message array sits at ``path``, remembering histories."""
 
     def __init__(self, path: tuple[str, ...], max_bytes: int = DEFAULT_MAX_BYTES,
@@ -153,7 +153,7 @@ class HistoryReader:
         self.path = path
         self.min_bytes = min_bytes
         # id(history) -> history; an evicted history leaves its fingerprint bucket too
-        self._histories: ByteLRU[int, _History] = ByteLRU(
+        self._lru: ByteLRU[int, _History] = ByteLRU(
             max_bytes, max_entry_bytes=MAX_HISTORY_BYTES, on_evict=self._unlist)
         self._by_fingerprint: dict[bytes, list[_History]] = {}
         # hash of a first message's text -> None (seen once) or _REFUSED
@@ -271,21 +271,21 @@ class HistoryReader:
 
     def _remember(self, history: _History) -> None:
         cost = len(history.body)
-        if not self._histories.admits(cost):
+        if not self._lru.admits(cost):
             return
         bucket = self._by_fingerprint.setdefault(history.fingerprint, [])
         bucket.insert(0, history)
         # A full bucket drops its oldest history before the new one counts towards the budget.
         if len(bucket) > MAX_CANDIDATES:
             self._forget(bucket[-1])
-        self._histories.put(id(history), history, cost)
+        self._lru.put(id(history), history, cost)
 
     def _touch(self, history: _History) -> None:
-        if id(history) in self._histories:
-            self._histories.move_to_end(id(history))
+        if id(history) in self._lru:
+            self._lru.move_to_end(id(history))
 
     def _forget(self, history: _History) -> None:
-        if self._histories.pop(id(history)) is not None:
+        if self._lru.pop(id(history)) is not None:
             self._unlist(history)
 
     def _unlist(self, history: _History) -> None:
@@ -298,20 +298,10 @@ class HistoryReader:
 
     def clear(self) -> None:
         with self._lock:
-            self._histories.clear()
+            self._lru.clear()
             self._by_fingerprint.clear()
             self._seen.clear()
 
-    @property
-    def max_bytes(self) -> int:
-        return self._histories.max_bytes
-
-    @property
-    def size_bytes(self) -> int:
-        return self._histories.size_bytes
-
-    def __len__(self) -> int:
-        return len(self._histories)
 
 
 def _at(value: Any, path: tuple[str, ...]) -> tuple[Any, Any]:

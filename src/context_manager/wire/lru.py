@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, KeysView, ValuesView
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -140,3 +140,20 @@ class SeenKeys(dict[K, V]):
         if len(self) >= self.max_keys:
             self.clear()
         self[key] = mark
+
+
+class BytesBounded:
+    """What a cache built on one :class:`ByteLRU` (its ``_lru``) tells about its size."""
+
+    _lru: ByteLRU[Any, Any]
+
+    @property
+    def max_bytes(self) -> int:
+        return self._lru.max_bytes
+
+    @property
+    def size_bytes(self) -> int:
+        return self._lru.size_bytes
+
+    def __len__(self) -> int:
+        return len(self._lru)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from context_manager.wire.lru import ByteLRU
+from context_manager.wire.lru import ByteLRU, BytesBounded
 
 DIGEST_SIZE = 16
 # Rough resident cost of one entry besides its key: the int, the OrderedDict node and its links.
@@ -24,9 +24,9 @@ def content_key(namespace: bytes, content: bytes) -> bytes:
     return namespace + hashlib.blake2b(content, digest_size=DIGEST_SIZE).digest()
 
 
-class TokenCountCache:
+class TokenCountCache(BytesBounded):
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self._entries: ByteLRU[bytes, int] = ByteLRU(max_bytes)
+        self._lru: ByteLRU[bytes, int] = ByteLRU(max_bytes)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -37,11 +37,11 @@ class TokenCountCache:
 
     def get(self, key: bytes) -> int | None:
         with self._lock:
-            count = self._entries.get(key)
+            count = self._lru.get(key)
             if count is None:
                 self.misses += 1
                 return None
-            self._entries.move_to_end(key)
+            self._lru.move_to_end(key)
             self.hits += 1
             return count
 
@@ -49,21 +49,11 @@ class TokenCountCache:
         """Remember ``count`` (an entry costlier than the whole budget is not kept). The cost
         depends on the key alone, so replacing a count leaves ``size_bytes`` as it was."""
         with self._lock:
-            self._entries.put(key, count, self.cost(key))
+            self._lru.put(key, count, self.cost(key))
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
+            self._lru.clear()
             self.hits = 0
             self.misses = 0
 
-    @property
-    def max_bytes(self) -> int:
-        return self._entries.max_bytes
-
-    @property
-    def size_bytes(self) -> int:
-        return self._entries.size_bytes
-
-    def __len__(self) -> int:
-        return len(self._entries)
