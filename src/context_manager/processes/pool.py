@@ -17,6 +17,7 @@ import os
 import pickle
 import sys
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -116,7 +117,8 @@ class ProcessPool:
         self._tags = itertools.count(1)
         self._config: bytes | None = None
         self._closing = False
-        self._changed = anyio.Event()  # a process started or stopped, or made room
+        self._changed = anyio.Event()  # a process started or stopped
+        self._waiting: deque[anyio.Event] = deque()  # calls waiting for room, first come first
         # Large calls may fill all processes but one (with one process, nothing is held back).
         self._large_slots = anyio.Semaphore(size - 1) if size > 1 else None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -215,15 +217,18 @@ class ProcessPool:
             chosen = pick(candidates, last, len(frame), needs_room=not large)
             if chosen is not None:
                 break
-            # The call waits its turn here, holding its one copy of the frame, until a process
-            # has room; with none running, a bounded time for a replacement.
+            if live:
+                # The call waits its turn here, holding its one copy of the frame: each place
+                # a process frees wakes the first waiting call.
+                await self._wait_for_room()
+                continue
+            # No process is running: wait a bounded time for a replacement.
             started = time.monotonic()
             with anyio.move_on_after(NO_PROCESS_SECONDS - waited_for_life):
                 await self._changed.wait()
-            if not live:
-                waited_for_life += time.monotonic() - started
-                if waited_for_life >= NO_PROCESS_SECONDS:
-                    return lost_call_reply(invocation, "no worker process is running")
+            waited_for_life += time.monotonic() - started
+            if waited_for_life >= NO_PROCESS_SECONDS:
+                return lost_call_reply(invocation, "no worker process is running")
         process = chosen
         assert isinstance(process, _Process)
         self._affinity.remember(hint, process.index)
@@ -242,7 +247,7 @@ class ProcessPool:
             process.calls.pop(tag, None)
             process.load -= call.size
             process.large_in_hand -= large
-            self._signal()
+            self._make_room()
         return call.reply
 
     # ------------------------------------------------------------------ one process's life
@@ -324,8 +329,29 @@ class ProcessPool:
                 call.done.set()
 
     def _signal(self) -> None:
+        """A process started or stopped: every waiting call looks again."""
         self._changed.set()
         self._changed = anyio.Event()
+        while self._waiting:
+            self._waiting.popleft().set()
+
+    def _make_room(self) -> None:
+        """One place was freed: the first waiting call takes it."""
+        if self._waiting:
+            self._waiting.popleft().set()
+
+    async def _wait_for_room(self) -> None:
+        turn = anyio.Event()
+        self._waiting.append(turn)
+        try:
+            await turn.wait()
+        except BaseException:
+            # A call that stops waiting (cancelled) must not take a wake-up with it.
+            if turn.is_set():
+                self._make_room()
+            else:
+                self._waiting.remove(turn)
+            raise
 
     async def _relay(self, process: _Process, tag: int, body: bytes) -> None:
         """Make the engine call a process asked for and send it the outcome."""
@@ -334,7 +360,7 @@ class ProcessPool:
         frame = {"traceparent": header.get("traceparent"), "baggage": header.get("baggage")}
         context = trace.CURRENT_TRACE.set(trace.from_frame(frame))
         process.relays += 1
-        self._signal()
+        self._make_room()  # the call it serves waits on the engine, not on a core
         try:
             result = await self._engine_invoke(
                 header["function_id"], orjson.Fragment(body[header_end + 1:]),
