@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from context_manager.adapters.fs_lease_store import LeaseDirError
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_counter import RouterTokenCounter
 from context_manager.adapters.router_models import RouterModelResolver
@@ -71,6 +72,17 @@ class Services:
             if replacing:
                 log.info("session store replaced (session_store=%s)", config.session_store)
         self.config = config
+
+    def readopt(self, config: WorkerConfig) -> bool:
+        """:meth:`adopt` for a reload: a store that cannot be opened is logged and the previous
+        stores and configuration stay in force (False)."""
+        try:
+            self.adopt(config)
+        except LeaseDirError as exc:
+            log.error("new lease store could not be opened; previous store and configuration "
+                      "stay in force: %s", exc)
+            return False
+        return True
 
     def context(self) -> HandlerContext:
         """The snapshot one call works with; a reload never changes a snapshot already taken."""

@@ -188,14 +188,7 @@ class Worker:
             except Exception as exc:
                 log.error("configuration reload failed; the previous configuration stays in force: %s", exc)
                 return
-            try:
-                self.services.adopt(config)
-            except LeaseDirError as exc:
-                log.error(
-                    "new lease store could not be opened; previous store and configuration "
-                    "stay in force: %s",
-                    exc,
-                )
+            if not self.services.readopt(config):
                 return
             if self.pool is not None:
                 self.pool.configure(config)

@@ -25,10 +25,10 @@ from typing import Any
 import anyio
 import orjson
 
-from context_manager.adapters.fs_lease_store import LeaseDirError
 from context_manager.adapters.log_format import configure_logging
 from context_manager.adapters.otel_telemetry import telemetry_from_environment
-from context_manager.engine import answering
+from context_manager.engine import answering, protocol
+from context_manager.engine.client import RemoteError
 from context_manager.engine.history_reader import frame_reader
 from context_manager.ports import InvokeError
 from context_manager.processes import pipe
@@ -70,7 +70,9 @@ class ParentLink:
                 return reply.get("result")
         finally:
             self._waiting.pop(tag, None)
-        raise InvokeError(f"remote error (TIMEOUT): invocation timed out after {timeout_ms}ms")
+        # Worded as the engine client words its own timeout (``invoke_callable``).
+        timeout = RemoteError(protocol.TIMEOUT, f"invocation timed out after {timeout_ms}ms")
+        raise InvokeError(str(timeout))
 
     def resolve(self, tag: int, body: bytes) -> None:
         outcome = self._waiting.get(tag)
@@ -79,7 +81,7 @@ class ParentLink:
 
     def fail_all(self) -> None:
         """The parent is gone: calls waiting on it fail now instead of at their timeouts."""
-        gone = codec.dumps_wire({"error": "remote error (SHUTDOWN): the worker is stopping"})
+        gone = codec.dumps_wire({"error": str(RemoteError(protocol.SHUTDOWN, "the worker is stopping"))})
         for tag in list(self._waiting):
             self.resolve(tag, gone)
 
@@ -104,7 +106,7 @@ class Server:
                 elif kind == pipe.RESULT:
                     self.link.resolve(tag, body)
                 elif kind == pipe.CONFIG:
-                    self._adopt(body)
+                    self.services.readopt(pickle.loads(body))
                 elif kind == pipe.FLUSH_MODELS:
                     self.services.model_cache.flush()
             self.link.fail_all()
@@ -117,13 +119,6 @@ class Server:
         # When the parent is gone the answer is dropped: it answers the calls it lost itself.
         self._writer.send(pipe.ANSWER, tag, reply or b"")
 
-    def _adopt(self, body: bytes) -> None:
-        try:
-            self.services.adopt(pickle.loads(body))
-        except LeaseDirError as exc:
-            log.error("new lease store could not be opened; previous store and configuration "
-                      "stay in force: %s", exc)
-
 
 async def _open_pipes() -> tuple[asyncio.StreamReader, pipe.PipeWriter]:
     into, out = os.dup(0), os.dup(1)
@@ -132,7 +127,7 @@ async def _open_pipes() -> tuple[asyncio.StreamReader, pipe.PipeWriter]:
     os.close(devnull)
     os.dup2(2, 1)
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**20)
+    reader = asyncio.StreamReader(limit=pipe.PIPE_BYTES)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(into, "rb", 0))
     return reader, pipe.PipeWriter(out)
 
