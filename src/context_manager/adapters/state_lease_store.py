@@ -24,22 +24,19 @@ succeeds again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
-from context_manager.ports import Invoke, InvokeError, LeaseRecord, LeaseStoreError
-
-TIMEOUT_MS = 5000
+from context_manager.adapters.state_calls import TIMEOUT_MS, BadStateReply, StateCalls, StateUnavailable
+from context_manager.ports import Invoke, LeaseRecord, LeaseStoreError
 
 
 class StateLeaseStore:
     def __init__(self, invoke: Invoke, log: logging.Logger, timeout_ms: int = TIMEOUT_MS) -> None:
-        self._invoke = invoke
-        self._log = log
-        self._timeout_ms = timeout_ms
-        self._unusable = False  # a warning has been logged and no call has succeeded since
+        self._calls = StateCalls(
+            invoke, log,
+            "state store unusable for compaction leases; every compaction reads as busy until it answers",
+            "state store answering again; compaction leases are taken normally", timeout_ms)
 
     async def get(self, scope: str, key: str) -> LeaseRecord | None:
         return LeaseRecord.from_value(await self._call("state::get", {"scope": scope, "key": key}))
@@ -56,38 +53,16 @@ class StateLeaseStore:
                                  check=_check_update_reply)
         return LeaseRecord.from_value(reply["old_value"])
 
-    async def _call(self, function_id: str, payload: dict[str, Any],
-                    check: Callable[[Any], None] | None = None) -> Any:
+    async def _call(self, function_id: str, payload: dict[str, Any], check: Any = None) -> Any:
         try:
-            reply = await asyncio.wait_for(self._invoke(function_id, payload, self._timeout_ms),
-                                           self._timeout_ms / 1000)
-            if check is not None:
-                check(reply)
-        except (TimeoutError, InvokeError, OSError, _BadReply) as exc:
-            reason = f"timed out after {self._timeout_ms}ms" if isinstance(exc, TimeoutError) else str(exc)
-            raise self._failed(function_id, reason) from None
-        if self._unusable:
-            self._unusable = False
-            self._log.info("state store answering again; compaction leases are taken normally")
-        return reply
-
-    def _failed(self, function_id: str, reason: str) -> LeaseStoreError:
-        text = f"{function_id}: {reason}"
-        if not self._unusable:
-            self._unusable = True
-            self._log.warning(
-                "state store unusable for compaction leases; every compaction reads as busy until "
-                "it answers: %s", text)
-        # This store has logged its warning: the protocol adds none of its own per call.
-        return LeaseStoreError(text, reported=True)
-
-
-class _BadReply(Exception):
-    pass
+            return await self._calls.call(function_id, payload, check)
+        except StateUnavailable as exc:
+            # The warning is logged (once): the protocol adds none of its own per call.
+            raise LeaseStoreError(str(exc), reported=True) from None
 
 
 def _check_update_reply(reply: Any) -> None:
     if reply is None:
-        raise _BadReply("no reply value")
+        raise BadStateReply("no reply value")
     if type(reply) is not dict or "old_value" not in reply:
-        raise _BadReply("the reply is not an {old_value, new_value} object")
+        raise BadStateReply("the reply is not an {old_value, new_value} object")

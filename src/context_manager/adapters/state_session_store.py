@@ -11,15 +11,14 @@ as a warning until a call succeeds again, and never raised.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
-from context_manager.ports import Clock, Invoke, InvokeError, RememberedCompaction
+from context_manager.adapters.state_calls import TIMEOUT_MS, StateCalls, StateUnavailable
+from context_manager.ports import Clock, Invoke, RememberedCompaction
 from context_manager.wire.ints import I64_MAX, U64_MAX
 
 SCOPE = "context_session"
-TIMEOUT_MS = 5000
 
 
 def _count(value: Any) -> bool:
@@ -51,12 +50,12 @@ class StateSessionStore:
 
     def __init__(self, invoke: Invoke, clock: Clock, ttl_secs: int, log: logging.Logger,
                  timeout_ms: int = TIMEOUT_MS) -> None:
-        self._invoke = invoke
         self._clock = clock
         self._ttl_ms = min(ttl_secs * 1000, I64_MAX)
-        self._log = log
-        self._timeout_ms = timeout_ms
-        self._unusable = False
+        self._calls = StateCalls(
+            invoke, log,
+            "state store unusable for remembered compactions; summaries are not reused until it answers",
+            "state store answering again; remembered compactions are kept", timeout_ms)
 
     async def get(self, key: str) -> RememberedCompaction | None:
         found, value = await self._call("state::get", {"scope": SCOPE, "key": key})
@@ -74,16 +73,6 @@ class StateSessionStore:
     async def _call(self, function_id: str, payload: dict[str, Any]) -> tuple[bool, Any]:
         """``(True, reply)``, or ``(False, None)`` after a failure (logged once)."""
         try:
-            reply = await asyncio.wait_for(self._invoke(function_id, payload, self._timeout_ms),
-                                           self._timeout_ms / 1000)
-        except (TimeoutError, InvokeError, OSError) as exc:
-            reason = f"timed out after {self._timeout_ms}ms" if isinstance(exc, TimeoutError) else str(exc)
-            if not self._unusable:
-                self._unusable = True
-                self._log.warning("state store unusable for remembered compactions; summaries are not "
-                                  "reused until it answers: %s: %s", function_id, reason)
+            return True, await self._calls.call(function_id, payload)
+        except StateUnavailable:
             return False, None
-        if self._unusable:
-            self._unusable = False
-            self._log.info("state store answering again; remembered compactions are kept")
-        return True, reply
