@@ -39,7 +39,7 @@ class Invocation:
 
 def peek_invocation(message: bytes) -> Invocation | None:
     """The invocation ``message`` makes, or None when it is some other frame (or not JSON)."""
-    if _INVOKE_MARK not in message[:4096] and _INVOKE_MARK not in message:
+    if _INVOKE_MARK not in message:
         return None
     found = _scan_opening(message)
     if found is None:
