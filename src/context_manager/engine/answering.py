@@ -12,11 +12,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from context_manager.engine import protocol
+from context_manager.engine.peek import Invocation
 from context_manager.wire import trace
 from context_manager.wire.errors import error_envelope, is_defect
 
 Handler = Callable[[Any], Awaitable[Any]]
 HandlerFor = Callable[[str], Handler | None]
+
+
+def failure_reply(call: Invocation, code: str, message: str) -> bytes | None:
+    """The error reply to an invocation known only by its routing facts (None: no reply due)."""
+    if call.invocation_id is None:
+        return None
+    return protocol.encode_bytes(protocol.error_result(call.invocation_id, call.function_id, code, message))
 
 
 def refusal(exc: protocol.PayloadError, log: logging.Logger) -> bytes | None:

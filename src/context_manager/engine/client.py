@@ -401,11 +401,7 @@ class EngineClient:
             reply = await forward(call, message)
         except Exception as exc:  # the call still gets its one reply
             self.log.exception("forwarding %s failed", call.function_id)
-            if call.invocation_id is None:
-                return
-            code, text = error_envelope(exc)
-            reply = protocol.encode_bytes(
-                protocol.error_result(call.invocation_id, call.function_id, code, text))
+            reply = answering.failure_reply(call, *error_envelope(exc))
         if reply is not None:
             await self._send(reply)
 

@@ -27,7 +27,7 @@ import anyio
 import orjson
 
 from context_manager.core.settings import WorkerConfig
-from context_manager.engine import protocol
+from context_manager.engine import answering, protocol
 from context_manager.engine.client import RemoteError
 from context_manager.engine.peek import Invocation, session_hint
 from context_manager.processes import MAX_PROCESSES, pipe
@@ -93,12 +93,8 @@ class _Process:
 
 
 def lost_call_reply(invocation: Invocation, why: str) -> bytes | None:
-    """The reply to a call whose serving process died before answering it."""
-    if invocation.invocation_id is None:
-        return None
-    return protocol.encode_bytes(protocol.error_result(
-        invocation.invocation_id, invocation.function_id, protocol.INVOCATION_FAILED,
-        f"internal error: {why}"))
+    """The reply to a call no serving process could answer."""
+    return answering.failure_reply(invocation, protocol.INVOCATION_FAILED, f"internal error: {why}")
 
 
 class ProcessPool:
