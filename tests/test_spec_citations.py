@@ -22,7 +22,9 @@ PARTS = ("01", "02", "03", "04")
 
 # Where citations are written: source, tests, benchmark and script code, and the documents.
 SCANNED_TREES = ("src", "tests", "bench", "scripts")
-SCANNED_DOCUMENTS = ("README.md", "BENCHMARKS.md", "RELIABILITY.md", "CHANGELOG.md", "docs/architecture.md")
+SCANNED_DOCUMENTS = ("README.md", "BENCHMARKS.md", "RELIABILITY.md", "CHANGELOG.md")
+# Every page of docs/ but the engine protocol brief, whose own section signs number its sections.
+UNSCANNED_PAGES = ("iii-engine-protocol.md",)
 
 _HEADING = re.compile(r"#{1,6}[ \t]+(\d+(?:\.\d+)*)\.?(?=[ \t])")
 _FENCE = re.compile(r"[ \t]*(```|~~~)")
@@ -97,6 +99,7 @@ def citations_in(text: str, where: str) -> list[Citation]:
 def scanned_files() -> list[Path]:
     """Every file that may cite the spec; this module's own examples are not citations."""
     files = [ROOT / name for name in SCANNED_DOCUMENTS if (ROOT / name).is_file()]
+    files.extend(page for page in sorted((ROOT / "docs").glob("*.md")) if page.name not in UNSCANNED_PAGES)
     for tree in SCANNED_TREES:
         files.extend(sorted((ROOT / tree).rglob("*.py")))
     this = Path(__file__).resolve()
