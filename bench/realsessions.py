@@ -3,8 +3,9 @@
 Session table: for every assistant message i that carries ``usage`` the provider counted the prompt
 that produced it (system prompt + tools + messages before i) as ``input + cache_read +
 cache_write``; ``context::count-tokens`` of that same prefix is divided by it, per estimator and
-with ``count_calibration: usage``. "auto" counts with o200k_base (the sessions ran on DeepSeek and
-Llama models, which ship no tokenizer here, so it is asked for as ``gpt-4o``).
+with ``count_calibration: usage``; "P/E min" and "P/E max" are the extremes of the provider's count
+over the estimate (the ratio the other way up). "auto" counts with o200k_base (the sessions ran on
+DeepSeek and Llama models, which ship no tokenizer here, so it is asked for as ``gpt-4o``).
 
 Replay table: a simulated provider (o200k_base plus hidden framing per message) writes ``usage``
 into each assistant message from the context ``context::assemble`` returned for it; a context
@@ -67,6 +68,8 @@ def _summary(ratios: list[float], big: list[float]) -> dict[str, Any]:
         "p95": _percentile(ratios, 0.95), "worst": max(ratios, key=lambda r: abs(r - 1)),
         "p95_abs_error": _percentile(errors, 0.95),
         "big_calls": len(big), "big_worst_abs_error": max((abs(r - 1) for r in big), default=0.0),
+        # The provider's count over the estimate (P / E), the other way up: its extremes.
+        "pe_min": 1 / max(ratios), "pe_max": 1 / min(ratios),
     }
 
 
@@ -174,13 +177,13 @@ def replay_table(folder: Path, window: int, estimator: str = "heuristic",
 
 def render(sessions: list[dict[str, Any]], replay: list[dict[str, Any]]) -> str:
     header = (f"{'session':<32} {'mode':<18} {'calls':>5} {'median':>7} {'p5':>7} {'p95':>7} {'worst':>7} "
-              f"{'p95|e|':>7} {'>=8k':>5} {'worst|e|>=8k':>12}")
+              f"{'p95|e|':>7} {'>=8k':>5} {'worst|e|>=8k':>12} {'P/E min':>7} {'P/E max':>7}")
     lines = ["estimate / provider count per call (recorded usage)", header]
     for row in sessions:
         for mode, s in row["modes"].items():
             lines.append(f"{row['session']:<32} {mode:<18} {s['calls']:>5} {s['median']:>7.3f} {s['p5']:>7.3f} "
                          f"{s['p95']:>7.3f} {s['worst']:>7.3f} {s['p95_abs_error']:>7.3f} {s['big_calls']:>5} "
-                         f"{s['big_worst_abs_error']:>12.3f}")
+                         f"{s['big_worst_abs_error']:>12.3f} {s['pe_min']:>7.3f} {s['pe_max']:>7.3f}")
     groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
     for r in replay:
         groups.setdefault((r.get("estimator", "heuristic"), r.get("provider_scale", 1.0)), []).append(r)

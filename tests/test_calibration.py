@@ -394,3 +394,179 @@ def test_an_input_over_the_budget_sent_as_it_is_is_remembered_for_the_next_ancho
     SHARED_LEDGER.clear()
     third = call("context::assemble", {**request, "messages": follow}, config=USAGE)
     assert third["breakdown"]["calibration"]["anchor_index"] == 1
+
+
+# --- plausibility: an anchor whose prompt is not this request's prefix is not used ----------
+
+
+def test_the_ratio_band_is_the_estimators_measured_band():
+    messages = [user("u"), assistant("a", {"input": 1950}), user("u")]
+    sizes = [1000, 0, 400]
+    # Heuristic band [0.5, 1.95]: 1,950 / 1,000 is its top and anchors; 1,951 does not.
+    assert choose_calibration(messages, range(3), sizes, 0).ratio == 1.95
+    over = [user("u"), assistant("a", {"input": 1951}), user("u")]
+    assert choose_calibration(over, range(3), sizes, 0) is None
+    under = [user("u"), assistant("a", {"input": 499}), user("u")]
+    assert choose_calibration(under, range(3), sizes, 0) is None
+    # Tokenizer band [0.7, 2.25].
+    assert choose_calibration(over, range(3), sizes, 0, exact=True).ratio == 1.951
+    assert choose_calibration(under, range(3), sizes, 0, exact=True) is None
+    tokenizer_over = [user("u"), assistant("a", {"input": 2251}), user("u")]
+    assert choose_calibration(tokenizer_over, range(3), sizes, 0, exact=True) is None
+
+
+def test_a_tail_whose_usage_counted_a_far_longer_prompt_counts_uncalibrated():
+    # A round trip's tail: the provider counted the whole history before the compaction (3,000)
+    # for a prefix estimated at 1,019 here. Ratio 2.94, over the band's top (1.95): no anchor.
+    messages = [user("w" * 4000), assistant("a", {"input": 3000}), user("q")]
+    request = {"model": MODEL, "messages": messages}
+    assert call("context::count-tokens", request, config=USAGE) == call("context::count-tokens", request)
+    with_summary = {**request, "options": {"previous_summary": "## Goal\n- the task"}}
+    answer = call("context::assemble", with_summary, config=USAGE)
+    assert "calibration" not in answer["breakdown"]
+    assert answer == call("context::assemble", with_summary)
+
+
+def test_with_a_previous_summary_an_anchor_counted_over_the_budget_predates_it():
+    # Both anchors' ratios lie in the band. The newest counted 1,700 (over a limit of 1,600):
+    # with a summary that prompt held the history the summary replaced, so the one before it,
+    # counted within the limit, anchors.
+    messages = [user("u"), assistant("a", {"input": 900}), user("u"), assistant("a", {"input": 1700}),
+                user("u")]
+    sizes = [1000, 0, 100, 0, 100]
+    latest = choose_calibration(messages, range(5), sizes, 0)
+    assert (latest.anchor_index, latest.provider_tokens, latest.estimated_tokens) == (3, 1700, 1100)
+    earlier = choose_calibration(messages, range(5), sizes, 0, summarized_limit=1600)
+    assert (earlier.anchor_index, earlier.provider_tokens, earlier.estimated_tokens) == (1, 900, 1000)
+    assert choose_calibration(messages, range(5), sizes, 0, summarized_limit=899) is None
+
+
+def test_assemble_with_a_previous_summary_skips_an_anchor_counted_over_its_budget():
+    # Estimates 1019, 38, 1019, 33, 20 (2,129) within a usable budget of 2,900. The anchor
+    # counted 3,000 for a prefix of 2,071 (ratio 1.45, in the band), over the budget.
+    messages = [user("w" * 4000), assistant("a"), user("w" * 4000), assistant("b", {"input": 3000}), user("q")]
+    small = {"id": "m", "limits": {"context_window": 3000, "max_output_tokens": 100}}
+    prompts: list[str] = []
+
+    def summarizer(system_prompt: str, user_prompt: str, model: dict[str, Any]) -> str:
+        prompts.append(user_prompt)
+        return "## Goal\n- the task"
+
+    config = {**USAGE, "max_result_tokens": 0}
+    # With a summary that prompt predates it: no anchor, nothing to compact.
+    request = {"model": small, "messages": messages,
+               "options": {"reserved_tokens": 0, "previous_summary": "earlier work"}}
+    answer = call("context::assemble", request, config=config, summarizer=summarizer)
+    assert prompts == [] and "calibration" not in answer["breakdown"]
+    assert answer == call("context::assemble", request, config={"max_result_tokens": 0})
+    # Without one the anchor counts: 3,000 + growth is over the budget, so the head is compacted.
+    plain = {**request, "options": {"reserved_tokens": 0}}
+    answer = call("context::assemble", plain, config=config, summarizer=summarizer)
+    assert len(prompts) == 1
+    assert (answer["token_count"], answer["applied"]["compacted"], answer["applied"]["tail_start_index"]) \
+        == (1575, True, 2)
+    assert answer["breakdown"]["calibration"] == {"anchor_index": 3, "provider_tokens": 3000,
+                                                  "ratio": 1.4486, "growth_ratio": 1.4486}
+
+
+def test_an_earlier_anchor_that_counted_more_than_a_later_one_predates_a_reduction():
+    # The newest anchor (800 for 2,000: ratio 0.4, out of the band) counted less than the one
+    # before it (1,800 for 1,000): the history was reduced between them, so the older one's
+    # prompt is not this request's prefix either. No anchor.
+    messages = [user("u"), assistant("a", {"input": 1800}), user("u"), assistant("a", {"input": 800}),
+                user("u")]
+    sizes = [1000, 0, 1000, 0, 100]
+    assert choose_calibration(messages, range(5), sizes, 0) is None
+    # A plausible newest anchor stays a lone anchor: the larger older count gives no growth.
+    messages[3] = assistant("a", {"input": 1700})
+    c = choose_calibration(messages, range(5), sizes, 0)
+    assert (c.anchor_index, c.provider_tokens, c.estimated_tokens, c.growth_estimate) == (3, 1700, 2000, 0)
+    assert c.growth_ratio == 0.85
+
+
+def test_anchors_whose_ratios_disagree_wildly_leave_the_count_uncalibrated():
+    # Newest 3,600 / 2,000 = 1.8, the one before 800 / 1,000 = 0.8: 2.25 apart (over 2).
+    messages = [user("u"), assistant("a", {"input": 800}), user("u"), assistant("a", {"input": 3600}),
+                user("u")]
+    sizes = [1000, 0, 1000, 0, 100]
+    assert choose_calibration(messages, range(5), sizes, 0) is None
+    # 0.95 and 1.8 agree (1.89 apart); 1,000 estimated tokens apart is no growth span: lone.
+    messages[1] = assistant("a", {"input": 950})
+    c = choose_calibration(messages, range(5), sizes, 0)
+    assert (c.anchor_index, c.provider_tokens, c.growth_estimate) == (3, 3600, 0)
+
+
+def test_an_anchor_that_overflows_what_fits_uncalibrated_is_answered_uncalibrated():
+    # Estimates 1019, 38, 1019, 33, 20 (2,129) within a usable budget of 2,900. The anchor's
+    # ratio 1.9 (in the band) counts 1,936 + ceil(1,110 * 1.9) = 4,045: over. Calibration never
+    # turns a fitting request into an overflow: the answer is the uncalibrated one.
+    filler = "w" * 4000
+    messages = [user(filler), assistant("a", {"input": 1936}), user(filler), assistant("b"), user("q")]
+    small = {"id": "m", "limits": {"context_window": 3000, "max_output_tokens": 100}}
+    request = {"model": small, "messages": messages, "options": {"reserved_tokens": 0}}
+    config = {**USAGE, "max_result_tokens": 0}
+    assert call("context::count-tokens", request, config=config)["tokens"] == 4045
+    answer = call("context::assemble", request, config=config)
+    assert (answer["token_count"], answer["usable"]) == (2129, 2900)
+    assert answer["messages"] == messages and "calibration" not in answer["breakdown"]
+    assert answer == call("context::assemble", request, config={"max_result_tokens": 0})
+
+
+def test_a_pinned_anchor_that_fits_uncalibrated_is_never_refused_for_a_calibration():
+    # anchor_messages 1 pins 1,019 estimated tokens; the usage anchor (ratio 1.9) puts the
+    # calibrated budget below them, the uncalibrated budget (1,900) holds them: uncalibrated.
+    messages = [user("w" * 4000), assistant("a", {"input": 1936}), user("q")]
+    small = {"id": "m", "limits": {"context_window": 2000, "max_output_tokens": 100}}
+    request = {"model": small, "messages": messages, "options": {"reserved_tokens": 0, "anchor_messages": 1}}
+    answer = call("context::assemble", request, config=USAGE)
+    assert (answer["token_count"], answer["usable"]) == (1077, 1900)
+    assert answer == call("context::assemble", request)
+
+
+def _compacting_request() -> dict[str, Any]:
+    # Estimates 1019, 38, 1019, 33, 1019, 33, 20 (3,181): over the usable budget of 2,900.
+    filler = "w" * 4000
+    messages = [user(filler), assistant("a", {"input": 1936}), user(filler), assistant("b"),
+                user(filler), assistant("c"), user("q")]
+    small = {"id": "m", "limits": {"context_window": 3000, "max_output_tokens": 100}}
+    return {"model": small, "messages": messages, "options": {"reserved_tokens": 0}}
+
+
+def test_the_summariser_budget_is_never_below_the_uncalibrated_one():
+    # The anchor (ratio 1.9) puts the calibrated budget at 1,526 estimated tokens; the
+    # summariser still gets the uncalibrated 2,900, so the head goes in one request (2,321
+    # tokens), as without calibration, not in two of at most 1,526.
+    prompts: list[int] = []
+
+    def summarizer(system_prompt: str, user_prompt: str, model: dict[str, Any]) -> str:
+        prompts.append((len(system_prompt.encode()) + len(user_prompt.encode())) // 4)
+        return "## Goal\n- the task"
+
+    config = {**USAGE, "max_result_tokens": 0}
+    answer = call("context::assemble", _compacting_request(), config=config, summarizer=summarizer)
+    assert prompts == [2321]
+    assert (answer["token_count"], answer["applied"]["compacted"], answer["applied"]["tail_start_index"]) \
+        == (2056, True, 4)
+    assert answer["breakdown"]["calibration"]["provider_tokens"] == 1936
+    prompts.clear()
+    call("context::assemble", _compacting_request(), config={"max_result_tokens": 0}, summarizer=summarizer)
+    assert prompts == [2321]
+
+
+def test_a_calibrated_run_that_overflows_is_answered_by_the_uncalibrated_run():
+    # The summariser fails once: the calibrated run cannot compact and ends over even the
+    # uncalibrated budget, so the call runs again without the anchor, compacts, and fits.
+    replies = iter([RuntimeError("busy"), "## Goal\n- the task", "## Goal\n- the task"])
+
+    def summarizer(system_prompt: str, user_prompt: str, model: dict[str, Any]) -> str:
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    answer = call("context::assemble", _compacting_request(), config={**USAGE, "max_result_tokens": 0},
+                  summarizer=summarizer)
+    assert (answer["token_count"], answer["applied"]["compacted"]) == (1082, True)
+    assert "calibration" not in answer["breakdown"]
+    assert answer == call("context::assemble", _compacting_request(), config={"max_result_tokens": 0},
+                          summarizer=summarizer)

@@ -26,7 +26,8 @@ other error stops the run (a dependency failure).
 One worker per session: the deterministic replay summariser (``bench.replay.fake_summarizer``),
 no lease store (one harness, one history), a fresh ledger of sent contexts and session store. Definitions: ``turns`` = model steps driven; ``failed`` = failed turns; ``overflow`` =
 those answered ``context/overflow``; ``over usable`` = answers with ``token_count > usable``;
-``compactions`` = answers reporting ``applied.compacted``.
+``compactions`` = answers reporting ``applied.compacted``; ``calibrated`` = answers counted on a
+usage anchor (``breakdown.calibration``) and ``max ratio`` the largest ratio P / E among them.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class HarnessStats:
     overflows: int = 0
     over_usable: int = 0
     compactions: int = 0
+    calibrated: int = 0
+    max_ratio: float = 0.0
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -151,6 +154,10 @@ async def _drive(name: str, document: dict[str, Any], ctx: HandlerContext) -> Ha
             else:
                 if answer["token_count"] > answer["usable"]:
                     stats.over_usable += 1
+                anchor = answer["breakdown"].get("calibration")
+                if anchor is not None:
+                    stats.calibrated += 1
+                    stats.max_ratio = max(stats.max_ratio, anchor["ratio"])
                 applied = answer["applied"]
                 if applied["compacted"]:
                     stats.compactions += 1
@@ -166,13 +173,15 @@ def run(folder: Path, config: dict[str, Any], window: int = DEFAULT_WINDOW,
 
 def render(rows: list[HarnessStats], config: dict[str, Any], window: int, max_output: int) -> str:
     lines = [f"harness loop at {window}/{max_output}, config {orjson.dumps(config).decode()}",
-             f"{'session':<32} {'turns':>5} {'failed':>6} {'overflow':>8} {'over usable':>11} {'compactions':>11}"]
+             f"{'session':<32} {'turns':>5} {'failed':>6} {'overflow':>8} {'over usable':>11} {'compactions':>11} "
+             f"{'calibrated':>10} {'max ratio':>9}"]
     for r in rows:
         lines.append(f"{r.session:<32} {r.turns:>5} {r.failed:>6} {r.overflows:>8} {r.over_usable:>11} "
-                     f"{r.compactions:>11}")
+                     f"{r.compactions:>11} {r.calibrated:>10} {r.max_ratio:>9.3f}")
     lines.append(f"{'all':<32} {sum(r.turns for r in rows):>5} {sum(r.failed for r in rows):>6} "
                  f"{sum(r.overflows for r in rows):>8} {sum(r.over_usable for r in rows):>11} "
-                 f"{sum(r.compactions for r in rows):>11}")
+                 f"{sum(r.compactions for r in rows):>11} {sum(r.calibrated for r in rows):>10} "
+                 f"{max(r.max_ratio for r in rows):>9.3f}")
     return "\n".join(lines)
 
 

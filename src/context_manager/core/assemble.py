@@ -215,7 +215,9 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     return response
 
 
-async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse) -> dict[str, Any]:
+async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse,
+                    calibrate: bool = True) -> dict[str, Any]:
+    """The pipeline; ``calibrate=False`` counts without a usage anchor (the ledger still records)."""
     config = deps.config
     options = request.options
     resolved = await resolve_model(request.model, deps.resolver, config, deps.log)
@@ -235,6 +237,8 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     if options.explain:
         state.explanation = Explanation()
     calibration, digests = _calibration(state, request, estimator, deps, reuse, usable)
+    if not calibrate:
+        calibration = None
     counter = deps.token_counter if config.estimator == "router" else None
     routed = None
     if counter is not None:
@@ -246,9 +250,14 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     # largest estimate whose calibrated count fits (``Calibration.unscale``).
     budget = usable if calibration is None else (
         calibration.unscale(usable - state.overhead_tokens) + state.overhead_tokens)
+    # A usage anchor may only help: whatever fits uncalibrated is never refused because of it.
+    guarded = calibration is not None and routed is None
     if state.anchor and state.fixed_tokens() > budget:
-        # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
-        raise errors.overflow(_reported(state, state.fixed_tokens(), calibration), usable)
+        if guarded and state.fixed_tokens() <= usable:
+            calibration, budget, guarded = None, usable, False
+        else:
+            # The anchor is the caller's promise: never cut, so a call it cannot fit fails at once.
+            raise errors.overflow(_reported(state, state.fixed_tokens(), calibration), usable)
     initial_total = state.total()
     applied: dict[str, Any] = {
         "initial_token_count": initial_total,
@@ -271,8 +280,10 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     if options.allow_prune is not False:
         _prune_pass(state, options, config, estimator, applied, reuse, calibration)
     if _compaction_due(state.total(), budget, config) and options.allow_compaction is not False:
+        # The summariser's budget is never below the uncalibrated one.
         outcome = await compaction_step(
-            _compaction_request(state, request, budget, estimator, config), deps
+            _compaction_request(state, request, budget, estimator, config,
+                                max(budget, usable) if guarded else None), deps
         )
         if outcome is not None:
             _apply_compaction(state, outcome, request.system_prompt, estimator, applied,
@@ -292,7 +303,13 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     if warnings:
         applied["warnings"] = warnings
     if state.total() > budget:
-        raise errors.overflow(_reported(state, state.total(), calibration), usable)
+        error = errors.overflow(_reported(state, state.total(), calibration), usable)
+        if not guarded:
+            raise error
+        if state.total() > usable:
+            return await _uncalibrated(request, deps, reuse, error)
+        # Over the calibrated budget but within the uncalibrated one: answered uncalibrated.
+        calibration = initial_calibration = None
     if digests is not None:
         _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens, usable)
     if calibration is not None:
@@ -314,6 +331,18 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         "applied": applied,
         "breakdown": _breakdown(state, request.parts, estimator, calibration, routed is not None),
     }
+
+
+async def _uncalibrated(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse,
+                        error: errors.HandlerError) -> dict[str, Any]:
+    """The call run again without its usage anchor, after the calibrated run ended over budget:
+    its answer if that fits, else the calibrated overflow (the better count of the two)."""
+    try:
+        return await _assemble(request, deps, reuse, calibrate=False)
+    except errors.HandlerError as exc:
+        if exc.kind == errors.OVERFLOW:
+            raise error from None
+        raise
 
 
 def _compaction_due(total: int, usable: int, config: WorkerConfig) -> bool:
@@ -384,6 +413,9 @@ def _calibration(
         exact=estimator.kind == "tokenizer",
         # Over the budget, a prompt this process has no record of was reduced somewhere.
         unrecorded_limit=usable,
+        # After a compaction every prompt sent was fitted to the budget: one counted over it
+        # held the history the summary replaced.
+        summarized_limit=usable if request.options.previous_summary is not None else None,
     )
     return calibration, digests
 
@@ -540,6 +572,7 @@ def _compaction_request(
     usable: int,
     estimator: Estimator,
     config: WorkerConfig,
+    summarizer_budget: int | None = None,
 ) -> CompactionRequest:
     options = request.options
     return CompactionRequest(
@@ -557,6 +590,7 @@ def _compaction_request(
         estimator=estimator,
         config=config,
         early_headroom=usable - state.total() if state.total() <= usable else None,
+        summarizer_budget=summarizer_budget,
     )
 
 

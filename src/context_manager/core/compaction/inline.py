@@ -47,7 +47,10 @@ class CompactionRequest:
     * ``config``: this call's configuration snapshot;
     * ``early_headroom``: ``None`` when the context is over budget; otherwise it still fits by
       this many tokens and compaction runs early because it passed ``eager_compaction_at``
-      (see :func:`_early_compaction_pays`).
+      (see :func:`_early_compaction_pays`);
+    * ``summarizer_budget``: the summariser's input budget when it differs from ``usable`` (a
+      usage calibration never gives the summariser less than the uncalibrated budget); ``None``:
+      ``usable``.
     """
 
     view: list[Message]
@@ -64,6 +67,7 @@ class CompactionRequest:
     estimator: Estimator
     config: WorkerConfig
     early_headroom: int | None = None
+    summarizer_budget: int | None = None
 
 
 class InlineCompactionDeps(Protocol):
@@ -169,7 +173,7 @@ async def _compact_view(
             summarizer,
             request.model,
             view[:head_len],
-            request.usable,
+            request.usable if request.summarizer_budget is None else request.summarizer_budget,
             previous_summary=request.previous_summary,
             instructions=None,
             estimator=request.estimator,

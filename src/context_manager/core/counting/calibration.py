@@ -50,8 +50,17 @@ import orjson
 
 from context_manager.core.memo import MessageMemo, remembered
 
-MIN_RATIO = 0.25
-MAX_RATIO = 4.0
+# The band of plausible ratios P / E (the provider's count over our estimate of the same prompt)
+# per estimator: the extremes measured on the recorded sessions (``python -m bench.accuracy
+# --realdata ../shared/realdata --realdata-only``, columns "P/E min" and "P/E max"), each widened
+# 1.5 times and rounded outward to 0.05. Heuristic: 0.769-1.275 over 427 prompts (DeepSeek
+# 0.769-1.162, Llama 0.980-1.275) -> [0.5, 1.95]; o200k_base: 1.069-1.498 -> [0.7, 2.25].
+HEURISTIC_BAND = (0.5, 1.95)
+TOKENIZER_BAND = (0.7, 2.25)
+# Two anchors of one history whose ratios differ by more than this factor cannot both count this
+# request's prefixes (measured: within 1.27 over any 9 successive anchors of a session, within
+# 1.51 over a whole session).
+AGREEMENT = 2.0
 # Anchors looked at, newest first, before giving up on a request (each costs one comparison).
 MAX_ANCHORS_TRIED = 8
 # The least growth (estimator units) between two anchors for their slope to be the growth ratio.
@@ -172,8 +181,17 @@ def largest_remainder(parts: Sequence[int], target: int) -> list[int]:
     return floors
 
 
-def _plausible(provider: int, estimated: int) -> bool:
-    return estimated > 0 and provider > 0 and MIN_RATIO <= provider / estimated <= MAX_RATIO
+def _plausible(provider: int, estimated: int, band: tuple[float, float]) -> bool:
+    return estimated > 0 and provider > 0 and band[0] <= provider / estimated <= band[1]
+
+
+def _agree(a: Calibration, provider: int, estimated: int) -> bool:
+    """Whether an earlier anchor's ratio is within ``AGREEMENT`` of the chosen anchor's."""
+    if estimated <= 0 or provider <= 0:
+        return False
+    # Cross-multiplied: r_a / r_b <= AGREEMENT and r_b / r_a <= AGREEMENT.
+    left, right = a.provider_tokens * estimated, provider * a.estimated_tokens
+    return left <= AGREEMENT * right and right <= AGREEMENT * left
 
 
 def choose_calibration(
@@ -184,6 +202,7 @@ def choose_calibration(
     recalled: Recall | None = None,
     exact: bool = False,
     unrecorded_limit: int | None = None,
+    summarized_limit: int | None = None,
 ) -> Calibration | None:
     """The anchor for a request, or None.
 
@@ -194,12 +213,17 @@ def choose_calibration(
     reduced that call, else None. ``exact`` says the estimator is a tokenizer: a lone anchor
     whose prompt is the request's own prefix then counts growth at ``min(P / E, 1)``
     (``lone_anchor``). An anchor without a record whose prefix is estimated above
-    ``unrecorded_limit`` (None: no limit) is skipped: that prompt was not sent as it is.
+    ``unrecorded_limit`` (None: no limit) is skipped: that prompt was not sent as it is. With a
+    previous summary, ``summarized_limit`` is the budget every prompt since the compaction was
+    fitted to: an anchor that counted more predates the summary and is skipped.
     """
     total = fixed_tokens + sum(sizes)
+    band = TOKENIZER_BAND if exact else HEURISTIC_BAND
     latest: Calibration | None = None
     latest_prefix = 0
     tried = 0
+    # The least provider count among the newer anchors looked at (any of them).
+    newer_provider = 0
     # Anchors come newest first, so a prefix's estimate is the total less a suffix that only
     # grows: summed once over the messages after the oldest anchor tried, not over the history.
     suffix_start, suffix = len(sizes), 0
@@ -210,6 +234,14 @@ def choose_calibration(
         tried += 1
         if tried > MAX_ANCHORS_TRIED:
             break
+        if newer_provider and provider > newer_provider:
+            # Counts along one history only grow: a later prompt counted less, so the history
+            # was reduced (compacted, dropped) after this anchor, which counted a longer prompt
+            # than its prefix here; so did every earlier one.
+            break
+        newer_provider = provider if not newer_provider else min(newer_provider, provider)
+        if summarized_limit is not None and provider > summarized_limit:
+            continue
         start = bisect_left(view_to_orig, index)
         suffix += sum(sizes[start:suffix_start])
         suffix_start = start
@@ -220,9 +252,13 @@ def choose_calibration(
         estimated = sent if sent is not None else prefix
         if latest is None:
             candidate = lone_anchor(index, provider, estimated, exact and sent is None)
-            if _plausible(provider, estimated) and _not_below_added(candidate, total, prefix):
+            if _plausible(provider, estimated, band) and _not_below_added(candidate, total, prefix):
                 latest, latest_prefix, tried = candidate, prefix, 0
             continue
+        if not _agree(latest, provider, estimated):
+            # Two anchors of this history that disagree this much: one of them counted a prompt
+            # that is not this request's prefix, and which one is unknown.
+            return None
         # An earlier anchor: what the provider counted for the growth between the two.
         span_estimate = latest.estimated_tokens - estimated
         if span_estimate < MIN_GROWTH_SPAN:
@@ -233,7 +269,7 @@ def choose_calibration(
         floor = min(latest.provider_tokens, latest.estimated_tokens)
         if span_tokens * latest.estimated_tokens < span_estimate * floor:
             span_tokens, span_estimate = floor, latest.estimated_tokens
-        if _plausible(span_tokens, span_estimate):
+        if _plausible(span_tokens, span_estimate, band):
             calibration = Calibration(latest.anchor_index, latest.provider_tokens,
                                       latest.estimated_tokens, span_tokens, span_estimate)
             if _not_below_added(calibration, total, latest_prefix):
