@@ -37,6 +37,12 @@ converted likewise); the response reports calibrated numbers, apportioned so tha
 ``token_count``. Under ``router``, a context that changed is counted once more (two router calls
 at most) and, if that count no longer fits, reduced again by emergency and ``drop_oldest``.
 
+A usage anchor only ever helps (the router's count is the provider's own and is not second-
+guessed): a pinned anchor that fits ``usable`` but not the calibrated budget runs the call
+uncalibrated; the summariser's input budget is never below ``usable``; and a calibrated run that
+ends over its budget is answered uncalibrated when its context fits ``usable``, else by a second
+run without the anchor (:func:`_uncalibrated`), whose overflow reports the calibrated count.
+
 Compaction hand-over
 --------------------
 ``compaction_step`` hands a ``core.compaction.inline.CompactionRequest`` to ``try_compact``,

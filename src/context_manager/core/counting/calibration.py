@@ -26,14 +26,30 @@ What was sent for the anchored call:
   was sent is unknown, and its ratio would be that of a smaller prompt, an under-count. Such an
   anchor is not used.
 
-Guard rails: an anchor whose ratio ``P / E`` lies outside [0.25, 4] is ignored (the next earlier
-anchor is tried, up to ``MAX_ANCHORS_TRIED``); so is one whose calibrated count would fall below
-the estimate of the content added after it. A growth ratio outside [0.25, 4] is not used (the
-observed ratio is). A count below the anchored prompt's estimate (a context reduced below it) is
-never below that estimate at the smaller of the two ratios. A ``usage`` with negative or
-non-integer members never decodes (the usual decoding error); one with absurd totals fails the
-ratio check. Overhead (``request_overhead_tokens``) is the caller's
-own allowance and is never scaled.
+Plausibility. An anchor is used only when its prompt plausibly is this request's prefix; a
+session that began before this worker ran (or a ``context-manager call`` process) has no record
+of what was sent, and after a compaction a caller that sends only the tail carries ``usage`` that
+counted the whole earlier history. When in doubt the call counts uncalibrated:
+
+* the estimator's band: ``P / E`` within ``HEURISTIC_BAND`` or ``TOKENIZER_BAND`` (the measured
+  extremes widened, see the constants); an anchor outside it is skipped for the next earlier one
+  (up to ``MAX_ANCHORS_TRIED``), and so is one whose calibrated count would fall below the
+  estimate of the content added after it;
+* counts only grow: an anchor that counted more than a newer one (used or not) predates a
+  reduction of the history, and so does every earlier one: the search stops;
+* agreement: an earlier anchor whose ratio differs from the chosen one's by more than
+  ``AGREEMENT`` means one of the two did not count this request's prefix: no anchor;
+* a previous summary (``summarized_limit``): every prompt sent since the compaction was fitted
+  to the usable budget, so an anchor that counted more held the history the summary replaced and
+  is skipped.
+
+A growth ratio outside the band is not used (the observed ratio is). A count below the anchored
+prompt's estimate (a context reduced below it) is never below that estimate at the smaller of
+the two ratios. A ``usage`` with negative or non-integer members never decodes (the usual
+decoding error); one with absurd totals fails the band. Overhead (``request_overhead_tokens``) is
+the caller's own allowance and is never scaled. What assemble guarantees on top (a calibration
+never turns a fitting call into an overflow, nor shrinks the summariser's budget) lives in
+``core.assemble``.
 """
 
 from __future__ import annotations
