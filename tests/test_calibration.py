@@ -570,3 +570,35 @@ def test_a_calibrated_run_that_overflows_is_answered_by_the_uncalibrated_run():
     assert "calibration" not in answer["breakdown"]
     assert answer == call("context::assemble", _compacting_request(), config={"max_result_tokens": 0},
                           summarizer=summarizer)
+
+
+def test_count_tokens_of_a_context_with_a_summary_skips_an_anchor_counted_over_the_whole():
+    # The system prompt holds this worker's summary section: the messages start at a compaction's
+    # tail. The anchor counted 1,900 for a prefix of 1,019 (ratio 1.86, in the band), more than
+    # our estimate of the whole request (1,019 + 38 + 20 + the prompt): it held the replaced
+    # history, and the count is uncalibrated.
+    from context_manager.core.compaction.prompts import render_system_prompt
+
+    messages = [user("w" * 4000), assistant("a", {"input": 1900}), user("q")]
+    summarized = {"model": MODEL, "system_prompt": render_system_prompt("s" * 40, "earlier work"),
+                  "messages": messages}
+    assert call("context::count-tokens", summarized, config=USAGE) == call("context::count-tokens", summarized)
+    # Without the section the same anchor counts.
+    plain = {**summarized, "system_prompt": "s" * 40}
+    assert call("context::count-tokens", plain, config=USAGE)["calibration"]["provider_tokens"] == 1900
+    # The section placed as a message (summary_placement: message) says the same.
+    from context_manager.core.compaction.prompts import summary_message
+
+    placed = {**plain, "messages": [summary_message("earlier work", messages[0]), *messages]}
+    assert "calibration" not in call("context::count-tokens", placed, config=USAGE)
+
+
+def test_carries_summary_reads_only_the_rendered_section():
+    from context_manager.core.compaction.prompts import carries_summary, render_system_prompt, summary_message
+
+    assert carries_summary(render_system_prompt("base", "s"), [])
+    assert carries_summary(render_system_prompt(None, "s"), [])
+    assert not carries_summary(render_system_prompt("base", None), [])
+    assert not carries_summary("talk about # Conversation summary here", [])
+    assert carries_summary(None, [summary_message("s", None), user("u")])
+    assert not carries_summary(None, [user("u"), summary_message("s", None)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
+from context_manager.core.compaction.prompts import carries_summary
 from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.estimate import (
     HEURISTIC,
@@ -169,9 +170,14 @@ def _calibration(measured: _Measured, ctx: HandlerContext) -> Calibration | None
     # No budget is computed here; a prompt over the model's whole window (when the request
     # gives it) was not sent as it is either.
     limits = request["model"].limits
+    # A context holding this worker's summary section starts at a compaction's tail; with no
+    # budget known here, an anchor that counted more than our estimate of the whole request held
+    # the history the summary replaced.
+    summarized = measured.total() if carries_summary(request["system_prompt"], messages) else None
     return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall,
                               exact=est.kind == "tokenizer",
-                              unrecorded_limit=limits.context_window if limits is not None else None)
+                              unrecorded_limit=limits.context_window if limits is not None else None,
+                              summarized_limit=summarized)
 
 
 async def handle(payload: Any, ctx: HandlerContext) -> dict[str, Any]:

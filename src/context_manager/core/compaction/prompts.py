@@ -211,6 +211,20 @@ def render_system_prompt(base: str | None, summary: str | None) -> str:
     return f"{trimmed}\n\n{SUMMARY_HEADING}\n\n{summary}"
 
 
+def carries_summary(system_prompt: str | None, messages: list[dict[str, Any]]) -> bool:
+    """Whether a context holds a summary section as :func:`render_system_prompt` or
+    :func:`summary_message` writes it (a compaction's round trip)."""
+    if system_prompt is not None and (system_prompt.startswith(SUMMARY_HEADING + "\n")
+                                      or f"\n\n{SUMMARY_HEADING}\n\n" in system_prompt):
+        return True
+    for message in messages:
+        if message["role"] == "user":
+            content = message["content"]
+            return bool(content) and content[0].get("type") == "text" \
+                and content[0]["text"].startswith(SUMMARY_HEADING + "\n")
+    return False
+
+
 def summary_message(summary: str, following: dict[str, Any] | None) -> dict[str, Any]:
     """The summary as a message (``summary_placement: message``): a user message holding the
     same section the system prompt would, timestamped as the message it precedes (0 when none)

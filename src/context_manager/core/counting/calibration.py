@@ -41,7 +41,8 @@ counted the whole earlier history. When in doubt the call counts uncalibrated:
   ``AGREEMENT`` means one of the two did not count this request's prefix: no anchor;
 * a previous summary (``summarized_limit``): every prompt sent since the compaction was fitted
   to the usable budget, so an anchor that counted more held the history the summary replaced and
-  is skipped.
+  is skipped (count-tokens, with no budget, passes its whole estimate when the context holds a
+  summary section).
 
 A growth ratio outside the band is not used (the observed ratio is). A count below the anchored
 prompt's estimate (a context reduced below it) is never below that estimate at the smaller of
