@@ -72,6 +72,7 @@ class _Request:
     estimator: Any = HEURISTIC
     config: WorkerConfig = DEFAULT_CONFIG
     early_headroom: int | None = None
+    summarizer_budget: int | None = None  # CompactionRequest's: None gives the summariser ``usable``
 
 
 @dataclass
