@@ -10,8 +10,8 @@ Definitions (the entity patterns and texts are in :mod:`bench.recall.entities`):
   ``usable``, or the call fails with ``context/overflow``. The pressure calls are the same for
   every mode, so are the needs. In a measured mode, a pressure call that fails with
   ``context/overflow`` returns no context: it keeps nothing.
-* Its *future entities*: the entities of ``mention_text`` of the recorded messages
-  ``index .. index + HORIZON - 1`` (:data:`HORIZON` = 10 messages of any role).
+* Its *future entities*: the entities the recorded messages
+  ``index .. index + HORIZON - 1`` mention (:data:`HORIZON` = 10 messages of any role).
 * Its *long-range needs*: the future entities that are in the ``full_text`` of a recorded
   message before ``index - WINDOW`` (:data:`WINDOW` = 20), in none of the ``WINDOW`` messages
   just before ``index``, and not in the recording's system prompt (every context carries it).
@@ -28,7 +28,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.recall.entities import context_text, entities, full_text, mention_text, normalize_text
+from bench.recall.entities import context_text, full_text, mentions, normalize_text
 from bench.replay.replay import MAX_OUTPUT_TOKENS, Call, Mode, Session, replay
 
 HORIZON = 10
@@ -70,7 +70,7 @@ class SessionIndex:
     def mentions(self, index: int) -> frozenset[str]:
         """The entities recorded message ``index`` mentions."""
         if index not in self._mentions:
-            self._mentions[index] = frozenset(entities(mention_text(self.messages[index])))
+            self._mentions[index] = frozenset(mentions(self.messages[index]))
         return self._mentions[index]
 
     def future_entities(self, index: int) -> set[str]:
