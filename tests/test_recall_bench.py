@@ -10,7 +10,14 @@ import pytest
 
 from bench.recall.__main__ import main
 from bench.recall.entities import context_text, entities, full_text, mentions, normalize_entity
-from bench.recall.measure import Recall, RecallObserver, SessionIndex, recall_at_call
+from bench.recall.measure import (
+    Recall,
+    RecallObserver,
+    SessionIndex,
+    future_entities,
+    long_range_needs,
+    recall_at_call,
+)
 from bench.recall.modes import budget, mode
 from bench.replay.replay import Call, Session
 
@@ -105,6 +112,8 @@ def test_needs_are_future_mentions_seen_before_the_window_and_not_in_it():
     assert index.needs(26) == ["acquire_lease", "https://example.com/bug", "renew_window",
                                "src/store/backend.py"]
     assert index.first_seen("renew_window") == 3
+    assert long_range_needs("You may call system_tool.", history(), 26, horizon=4) == index.needs(26)
+    assert future_entities(history(), 29, horizon=1) == {"system_tool", "brand_new_thing"}
     # One message more of horizon reaches message 30 (src/lease.py, last seen in message 2).
     assert SessionIndex(None, history(), horizon=5, window=20).needs(26) == [
         "acquire_lease", "https://example.com/bug", "renew_window", "src/lease.py",

@@ -95,6 +95,18 @@ class SessionIndex:
         return None if at < 0 else bisect_right(self.starts, at) - 1
 
 
+def future_entities(messages: Sequence[dict[str, Any]], at: int, horizon: int = HORIZON) -> set[str]:
+    """The entities the ``horizon`` recorded messages from ``at`` on mention (one-off use; a
+    :class:`SessionIndex` serves many calls of one recording)."""
+    return SessionIndex(None, messages, horizon).future_entities(at)
+
+
+def long_range_needs(system_prompt: str | None, messages: Sequence[dict[str, Any]], at: int,
+                     horizon: int = HORIZON, window: int = WINDOW) -> list[str]:
+    """The long-range needs of a call made before recorded message ``at`` (one-off use)."""
+    return SessionIndex(system_prompt, messages, horizon, window).needs(at)
+
+
 def recall_at_call(index: SessionIndex, at: int, returned_system_prompt: str | None,
                    returned_messages: Sequence[dict[str, Any]] | None) -> CallRecall:
     """Needs and kept needs of the call before recorded message ``at``; ``None`` messages: the

@@ -6,15 +6,18 @@ import re
 
 from bench.replay.replay import BUDGETS, MODES_BY_NAME, Mode
 
+RETENTION = {"anchor_messages": 1, "summary_check": "append", "summarizer_fallback": "extractive",
+             "reduce_to": 0.6, "overflow_fallback": "drop_oldest"}
+
 # Every configuration of the replay's modes can be asked for by name too (``--modes``).
 MODES: list[Mode] = [
     MODES_BY_NAME["summariser"],
     MODES_BY_NAME["summariser+check"],
     MODES_BY_NAME["none+extractive"],
     MODES_BY_NAME["none+drop_oldest"],
-    Mode("summariser+retention", True, {"anchor_messages": 1, "summary_check": "append",
-                                        "summarizer_fallback": "extractive", "reduce_to": 0.6,
-                                        "overflow_fallback": "drop_oldest"}),
+    # Every task-retention key at once: anchor, check, extractive fallback, reduce_to, drop_oldest.
+    Mode("summariser+retention", True, RETENTION),
+    Mode("none+retention", False, RETENTION),
     MODES_BY_NAME["none"],
     MODES_BY_NAME["summariser+anchor+check"],
     MODES_BY_NAME["summariser+reduce"],
