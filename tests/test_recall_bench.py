@@ -159,6 +159,9 @@ def test_bad_arguments_are_refused(capsys, tmp_path: Path):
     assert main(["--data", str(tmp_path / "absent")]) == 2
     assert main(["--data", str(tmp_path)]) == 2
     assert "no recorded sessions" in capsys.readouterr().err
+    (tmp_path / "broken.json").write_text("{not json")
+    assert main(["--data", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("cannot read the recorded sessions: ")
 
 
 @pytest.mark.slow

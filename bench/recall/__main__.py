@@ -94,7 +94,11 @@ def main(argv: list[str]) -> int:
     if args.data is not None and not args.data.is_dir():
         print(f"no such directory: {args.data}", file=sys.stderr)
         return 2
-    sessions = shipped_sessions(args.data) if args.data else shipped_sessions()
+    try:
+        sessions = shipped_sessions(args.data) if args.data else shipped_sessions()
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # unreadable, not JSON, no messages
+        print(f"cannot read the recorded sessions: {exc!r}", file=sys.stderr)
+        return 2
     wanted = args.sessions or (QUICK_SESSION if args.quick and not args.data else None)
     if wanted:
         names = [s.strip() for s in wanted.split(",") if s.strip()]
