@@ -6,7 +6,8 @@ each pressure call's returned context; :class:`Recall` sums them. :class:`Recall
 all of it as an observer of ``bench.replay.replay.replay``.
 """
 
-from bench.recall.entities import context_text, entities, full_text, mentions
+# (``entities``, the function, stays in its module: re-exported it would hide the module here.)
+from bench.recall.entities import context_text, full_text, mentions
 from bench.recall.measure import (
     HORIZON,
     WINDOW,
@@ -21,5 +22,5 @@ from bench.recall.measure import (
 )
 
 __all__ = ["HORIZON", "WINDOW", "CallRecall", "Recall", "RecallObserver", "SessionIndex",
-           "context_text", "entities", "full_text", "future_entities", "long_range_needs",
+           "context_text", "full_text", "future_entities", "long_range_needs",
            "mentions", "pressure_calls", "recall_at_call"]
