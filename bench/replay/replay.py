@@ -10,7 +10,8 @@ time. Drops by ``overflow_fallback: drop_oldest`` are not persisted: they only s
 A call that fails with ``context/overflow`` is counted and the replay goes on.
 
 Each successful call is also priced by ``bench.replay.economy`` (what a provider with prefix
-caching bills for it, against the previous successful call's context).
+caching bills for it, against the previous successful call's context). An ``observer`` given to
+:func:`replay` sees every call as it was sent and answered (``bench.recall`` measures through it).
 """
 
 from __future__ import annotations
