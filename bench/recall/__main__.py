@@ -65,7 +65,7 @@ def _row(budget_name: str, name: str, recall: Recall, calls: int, overflows: int
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    cells = [(r["mode"], str(r["pressure_calls"]), str(r["needs"]), str(r["kept"]),
+    cells: list[tuple[str, ...]] = [(str(r["mode"]), str(r["pressure_calls"]), str(r["needs"]), str(r["kept"]),
               "-" if r["recall"] is None else f"{100 * r['recall']:.1f}%", str(r["overflows"]),
               str(r["prefix_rewrites"]), f"{r['billed_auto'] / 1e6:.2f} M") for r in rows]
     return markdown(cells, COLUMNS, text_columns=(0,))
