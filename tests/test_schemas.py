@@ -41,6 +41,7 @@ ADDED_PREFIX_REPORT = [f"/response_schema/definitions/Applied/properties/{name}"
 ADDED_ACTIONS = "/response_schema/definitions/Applied/properties/actions"
 ADDED_ACTION = "/response_schema/definitions/Action"
 ADDED_EXPLAIN_OPTION = "/request_schema/definitions/AssembleOptions/properties/explain"
+ADDED_PREVIEW_OPTION = "/request_schema/definitions/AssembleOptions/properties/preview_only"
 ADDED_PRUNE_EXPLAIN = "/request_schema/definitions/PruneOptions/properties/explain"
 ADDED_PRUNE_ACTIONS = "/response_schema/properties/actions"
 ADDED_CALIBRATION = "/response_schema/definitions/AssembleBreakdown/properties/calibration"
@@ -48,7 +49,7 @@ ADDED_COUNT_CALIBRATION = "/response_schema/properties/calibration"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
                       ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_WARNING_DEFINITION,
                       *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION,
-                      ADDED_CALIBRATION]
+                      ADDED_CALIBRATION, ADDED_PREVIEW_OPTION]
 COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
 PRUNE_ADDITIONS = [ADDED_PRUNE_EXPLAIN, ADDED_PRUNE_ACTIONS, ADDED_ACTION]
 COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION]
@@ -249,6 +250,19 @@ def test_explain_additions_validate_actions():
     option = get_pointer(function_definition("context::assemble"), ADDED_EXPLAIN_OPTION)
     assert option == get_pointer(function_definition("context::prune"), ADDED_PRUNE_EXPLAIN)
     assert option["type"] == ["boolean", "null"] and option["default"] is None
+
+
+def test_the_preview_option_is_an_optional_boolean_that_validates():
+    import jsonschema
+
+    schema = function_definition("context::assemble")["request_schema"]
+    option = get_pointer(schema, "/definitions/AssembleOptions/properties/preview_only")
+    assert (option["type"], option["default"]) == (["boolean", "null"], None)
+    validator = jsonschema.Draft7Validator(schema)
+    request = {"messages": [], "model": {"id": "m"}}
+    for value in (True, False, None):
+        assert validator.is_valid({**request, "options": {"preview_only": value}})
+    assert not validator.is_valid({**request, "options": {"preview_only": "yes"}})
 
 
 # --- goldens -----------------------------------------------------------------------------

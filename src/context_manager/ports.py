@@ -281,6 +281,11 @@ class SessionStore(Protocol):
 
     async def get(self, key: str) -> RememberedCompaction | None: ...
 
+    async def peek(self, key: str) -> RememberedCompaction | None:
+        """What ``get`` would return, changing nothing: no recency refreshed, no expired or
+        unreadable record cleaned up (a call that must leave no trace reads this way)."""
+        ...
+
     async def put(self, key: str, record: RememberedCompaction) -> None: ...
 
 

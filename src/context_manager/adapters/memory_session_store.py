@@ -29,6 +29,10 @@ class MemorySessionStore:
                 self._records.move_to_end(key)
             return record
 
+    async def peek(self, key: str) -> RememberedCompaction | None:
+        with self._lock:
+            return self._records.get(key)
+
     async def put(self, key: str, record: RememberedCompaction) -> None:
         cost = utf8_len(record.summary) + utf8_len(key) + RECORD_OVERHEAD_BYTES
         with self._lock:

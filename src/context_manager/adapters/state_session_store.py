@@ -4,9 +4,10 @@ and host on one engine.
 Each record is a JSON object under scope ``context_session`` and the session key:
 ``{summary, head_len, head_digest, anchor_len, expires_at}``, ``expires_at`` in ms since the
 epoch (written as now + ``session_ttl_secs``). A record at or past its expiry, or one that does
-not parse, is a miss and is deleted. The store may forget anything at any time, so a failing
-state store only costs summariser calls: every failure is a miss (or a lost write), logged once
-as a warning until a call succeeds again, and never raised.
+not parse, is a miss and is deleted (``peek`` reads it as a miss and leaves it). The store may
+forget anything at any time, so a failing state store only costs summariser calls: every
+failure is a miss (or a lost write), logged once as a warning until a call succeeds again, and
+never raised.
 """
 
 from __future__ import annotations
@@ -58,17 +59,27 @@ class StateSessionStore:
             "state store answering again; remembered compactions are kept", timeout_ms)
 
     async def get(self, key: str) -> RememberedCompaction | None:
-        found, value = await self._call("state::get", {"scope": SCOPE, "key": key})
-        if not found or value is None:
+        value = await self._stored(key)
+        if value is None:
             return None
         record = record_from_value(value, self._clock.now_ms())
         if record is None:
             await self._call("state::delete", {"scope": SCOPE, "key": key})  # expired or unreadable
         return record
 
+    async def peek(self, key: str) -> RememberedCompaction | None:
+        """``get`` without its clean-up: one ``state::get``, never a write."""
+        value = await self._stored(key)
+        return None if value is None else record_from_value(value, self._clock.now_ms())
+
     async def put(self, key: str, record: RememberedCompaction) -> None:
         expires_at = min(self._clock.now_ms() + self._ttl_ms, I64_MAX)
         await self._call("state::set", {"scope": SCOPE, "key": key, "value": record_value(record, expires_at)})
+
+    async def _stored(self, key: str) -> Any:
+        """The value stored under ``key``; None when absent, null or unreadable (a failure)."""
+        found, value = await self._call("state::get", {"scope": SCOPE, "key": key})
+        return value if found else None
 
     async def _call(self, function_id: str, payload: dict[str, Any]) -> tuple[bool, Any]:
         """``(True, reply)``, or ``(False, None)`` after a failure (logged once)."""

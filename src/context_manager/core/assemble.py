@@ -25,7 +25,9 @@ a from-scratch count of what would be returned):
 
 Below ``reduce_to`` 1, steps 7–9 cut on the content-defined grid of ``core.passes.steps``. With
 ``summary_reuse``, :func:`assemble` first rewrites a request that extends its history's
-remembered compaction into that round trip (``core.compaction.recall``).
+remembered compaction into that round trip (``core.compaction.recall``). With
+``options.preview_only`` it runs the call as with ``allow_compaction: false`` over deps that keep
+no state (``core.preview``): the answer of that request, and nothing left behind.
 
 Calibrated counts
 -----------------
@@ -57,7 +59,7 @@ With one, assemble reports ``compacted``, ``summary``,
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import floor
 from typing import Any, Protocol
 
@@ -69,8 +71,8 @@ from context_manager.core.compaction.recall import recall, remember, with_round_
 from context_manager.core.counting.calibration import (
     Calibration,
     InputDigests,
+    Ledger,
     Recall,
-    SentLedger,
     choose_calibration,
 )
 from context_manager.core.counting.estimate import by_role, estimator_for_call, message_sizes, tools_tokens
@@ -83,6 +85,7 @@ from context_manager.core.passes.prune import PruneParams, prune
 from context_manager.core.passes.retention import apply_retention
 from context_manager.core.passes.steps import step_tokens, stepped_amount
 from context_manager.core.prefix import model_facing, prefix_report
+from context_manager.core.preview import read_only
 from context_manager.core.resolution import resolve_model
 from context_manager.core.reuse import CallReuse
 from context_manager.core.settings import WorkerConfig
@@ -107,6 +110,8 @@ class AssembleOptions:
     previous_summary: str | None = None
     anchor_messages: int | None = None
     explain: bool = False
+    # Answer as with ``allow_compaction: false`` and change nothing else (``core.preview``).
+    preview_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +135,13 @@ class AssembleDeps(Protocol):
     log: logging.Logger
     tokenizers: TokenizerSource | None
     session_store: SessionStore | None
-    # What this process returned for the inputs it reduced (``count_calibration: usage``).
-    sent_ledger: SentLedger | None
     # The provider's own counter (``estimator: router``); None counts locally.
     token_counter: TokenCounter | None
+
+    @property
+    def sent_ledger(self) -> Ledger | None:
+        """What this process returned for the inputs it reduced (``count_calibration: usage``)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -201,8 +209,13 @@ async def assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReus
     ``reuse`` is what the request was decoded with (``core.intake``): the passes measure and
     rewrite through the same memo and as-is estimates. With ``summary_reuse`` and no
     ``previous_summary`` from the caller, a request that extends its history's remembered
-    compaction runs as that round trip (``core.compaction.recall``).
+    compaction runs as that round trip (``core.compaction.recall``). With ``options.preview_only``
+    the call runs as with ``allow_compaction: false`` over read-only deps (``core.preview``):
+    this is the one place a preview is told apart.
     """
+    if request.options.preview_only:
+        request = replace(request, options=replace(request.options, allow_compaction=False))
+        deps = read_only(deps)
     store = deps.session_store
     options = request.options
     if not deps.config.summary_reuse or store is None or options.previous_summary is not None:

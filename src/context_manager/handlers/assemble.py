@@ -2,8 +2,8 @@
 
 Options that are absent or null fall back to the worker configuration (``max_result_tokens``,
 ``tail_turns``, ``anchor_messages``) or to the documented defaults (``allow_prune`` and ``allow_compaction`` true,
-``request_overhead_tokens`` 0, no protected functions). The prune thresholds are configuration
-only: assemble's options do not carry them.
+``request_overhead_tokens`` 0, no protected functions, ``explain`` and ``preview_only`` false).
+The prune thresholds are configuration only: assemble's options do not carry them.
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ _OPTIONS = {
     "previous_summary": t.FieldSpec(t.string),
     "anchor_messages": t.FieldSpec(t.usize),
     "explain": t.FieldSpec(t.boolean),
+    "preview_only": t.FieldSpec(t.boolean),
 }
 
 
 def decode_options(value: Any) -> AssembleOptions:
     fields = t.decode_struct(value, "AssembleOptions", _OPTIONS)
     fields["explain"] = fields["explain"] is True  # absent or null: not asked
+    fields["preview_only"] = fields["preview_only"] is True
     return AssembleOptions(**fields)
 
 

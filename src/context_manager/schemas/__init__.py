@@ -26,7 +26,7 @@ FUNCTION_IDS = (
 
 PUBLIC_FUNCTION_IDS = FUNCTION_IDS[:4]
 
-# Optional response members beyond the 1.1.6 schemas, as (function id, JSON pointer).
+# Optional request and response members beyond the 1.1.6 schemas, as (function id, JSON pointer).
 DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Applied/properties/dropped_messages"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/dropped_ranges"),
@@ -44,6 +44,7 @@ DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Action"),
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/explain"),
     ("context::assemble", "/response_schema/definitions/AssembleBreakdown/properties/calibration"),
+    ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/preview_only"),
     ("context::compact", "/response_schema/oneOf/0/properties/retained_items"),
     ("context::compact", "/response_schema/oneOf/0/properties/summary_kind"),
     ("context::prune", "/request_schema/definitions/PruneOptions/properties/explain"),

@@ -61,7 +61,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from threading import Lock
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -330,12 +330,25 @@ def _not_below_added(calibration: Calibration, total: int, prefix: int) -> bool:
     return calibration.scale(total) >= total - prefix
 
 
+class Ledger(Protocol):
+    """What a call uses of a ``SentLedger``: ``SentLedger`` itself, or the read-only view of a
+    call that sends nothing (``core.preview``)."""
+
+    def __len__(self) -> int: ...
+
+    def holds_shape(self, shape: bytes) -> bool: ...
+
+    def recall(self, digest: bytes) -> int | None: ...
+
+    def remember(self, digest: bytes, estimate: int) -> None: ...
+
+
 class Recall:
     """``recalled(index, estimate)`` of ``choose_calibration`` over one request and a ledger."""
 
     __slots__ = ("_digests", "_ledger")
 
-    def __init__(self, ledger: SentLedger, digests: InputDigests) -> None:
+    def __init__(self, ledger: Ledger, digests: InputDigests) -> None:
         self._ledger = ledger
         self._digests = digests
 
@@ -462,6 +475,11 @@ class SentLedger:
             if value is not None:
                 self._entries.move_to_end(digest)
             return value
+
+    def peek(self, digest: bytes) -> int | None:
+        """``recall`` without marking the record as recently used."""
+        with self._lock:
+            return self._entries.get(digest)
 
 
 SHARED_LEDGER = SentLedger()
