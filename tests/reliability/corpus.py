@@ -234,6 +234,7 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
     if f == "context::assemble":
         cases += [
             ("allow_prune a string", _with(f, options={"allow_prune": "yes"}), True),
+            ("preview_only a number", _with(f, options={"preview_only": 1}), True),
             ("thinking_level unknown", _with(f, options={"thinking_level": "ultra"}), True),
             ("reserved_tokens negative", _with(f, options={"reserved_tokens": -1}), True),
             ("reserved_tokens u64 max", _with(f, options={"reserved_tokens": U64_MAX}), True),
