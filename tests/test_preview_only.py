@@ -236,7 +236,7 @@ def test_a_preview_between_two_turns_leaves_the_second_turn_as_it_was() -> None:
     # anchored on what this process returned (the ledger's estimate of it).
     assert '"compacted":true' in expected[0] and '"summary_reused":true' in expected[1]
     assert json.loads(expected[1])["breakdown"]["calibration"] == {
-        "anchor_index": 5, "growth_ratio": 1.0, "provider_tokens": 1595, "ratio": 1.1008}
+        "anchor_index": 5, "growth_ratio": 1.1008, "provider_tokens": 1595, "ratio": 1.1008}
     assert len(alone.store) == 1 and len(alone.ledger) == 1
 
     process = Process()
