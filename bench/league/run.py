@@ -59,14 +59,14 @@ async def _assemble(ctx: HandlerContext, system: str | None, messages: list[Mess
 
 
 def run_peer(session: Session, budget: Budget, peer: Peer) -> Ledger:
-    return anyio.run(_run_peer, session, budget, peer)
+    return anyio.run(_run_peer, session, budget, peer, RecallProbe(session, budget))
 
 
-async def _run_peer(session: Session, budget: Budget, peer: Peer) -> Ledger:
+async def _run_peer(session: Session, budget: Budget, peer: Peer, probe: RecallProbe) -> Ledger:
     strategy = peer.make(budget)
     system = session.system_prompt or ""
+    # OpenHands truncates the history on a context-window error: drop_oldest, no summariser.
     defence = _context({"overflow_fallback": "drop_oldest"}, None) if peer.defence else None
-    probe = RecallProbe(session, budget)
     ledger, previous = Ledger(), None
     history: list[Message] = []
     for index, message in enumerate(session.messages):
@@ -98,15 +98,15 @@ async def _run_peer(session: Session, budget: Budget, peer: Peer) -> Ledger:
 
 def run_worker(session: Session, budget: Budget, mode: Mode) -> Ledger:
     recorder = RecordingSummarizer() if mode.summarizer else None
-    return anyio.run(_run_worker, session, budget, mode, _context(mode.config, recorder), recorder)
+    return anyio.run(_run_worker, session, budget, mode, _context(mode.config, recorder), recorder,
+                     RecallProbe(session, budget))
 
 
 async def _run_worker(session: Session, budget: Budget, mode: Mode, ctx: HandlerContext,
-                      recorder: RecordingSummarizer | None) -> Ledger:
+                      recorder: RecordingSummarizer | None, probe: RecallProbe) -> Ledger:
     """As ``bench.replay``: the round trip kept (when the mode persists it), the anchor resent."""
     anchor = _anchor_messages(session, mode)
     held_from = len(anchor)
-    probe = RecallProbe(session, budget)
     ledger, previous = Ledger(), None
     previous_summary: str | None = None
     for index, message in enumerate(session.messages):
