@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from bench.league.__main__ import main
 from bench.league.ledger import count
 from bench.league.peers import PEERS_BY_NAME, masking, masking_peer
@@ -76,6 +78,7 @@ def test_masking_keeps_the_last_m_results_and_replaces_the_older_ones() -> None:
                                                                                  MESSAGES[3]])
 
 
+@pytest.mark.slow  # a few seconds: one generated session replayed four times
 def test_quick_league_on_one_generated_session(capsys: Any) -> None:
     assert main(["--quick", "--json", "--strategies", "raw history,masking M=10,worker: defaults"]) == 0
     rows = {row["strategy"]: row for row in json.loads(capsys.readouterr().out)}
