@@ -128,8 +128,7 @@ async def _run_worker(session: Session, budget: Budget, mode: Mode, ctx: Handler
             previous_summary = applied["summary"]
             held_from += applied["tail_start_index"] - len(anchor)
     if recorder is not None:
-        for _ in recorder.calls:
-            ledger.summarizer_calls += 1
+        ledger.summarizer_calls += len(recorder.calls)
         ledger.summarizer_input += recorder.input_tokens
         ledger.summarizer_output += recorder.output_tokens
     return ledger
