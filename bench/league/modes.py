@@ -1,0 +1,40 @@
+"""The worker's own modes in the league: one line each (name, summariser or not, configuration).
+
+Every mode is replayed as a harness that keeps the compaction round trip (``persist``), through
+``context::assemble`` with the configuration given (the other keys at their defaults). With
+``summariser`` the deterministic replay summariser answers; without, the worker has none.
+"""
+
+from __future__ import annotations
+
+from bench.replay.replay import Mode
+
+CHECK = {"summary_check": "append"}
+EXTRACTIVE = {"summarizer_fallback": "extractive"}
+REDUCE = {"reduce_to": 0.6}
+DROP = {"overflow_fallback": "drop_oldest"}
+
+WORKER_MODES: tuple[Mode, ...] = (
+    Mode("worker: defaults", True, {}),
+    Mode("worker: no summariser", False, {}),
+    Mode("worker: drop_oldest", False, DROP),
+    Mode("worker: extractive", False, EXTRACTIVE),
+    Mode("worker: extractive+check", False, {**EXTRACTIVE, **CHECK}),
+    Mode("worker: extractive+check+reduce", False, {**EXTRACTIVE, **CHECK, **REDUCE}),
+    Mode("worker: extractive+check+drop+reduce", False, {**EXTRACTIVE, **CHECK, **DROP, **REDUCE}),
+    Mode("worker: extractive+check+reduce+eager", False, {**EXTRACTIVE, **CHECK, **REDUCE,
+                                                          "eager_compaction_at": 0.8}),
+    Mode("worker: check", True, CHECK),
+    Mode("worker: anchor", True, {"anchor_messages": 1}),
+    Mode("worker: check+extractive", True, {**CHECK, **EXTRACTIVE}),
+    Mode("worker: check+reduce", True, {**CHECK, **REDUCE}),
+    Mode("worker: check+eager", True, {**CHECK, "eager_compaction_at": 0.8}),
+    Mode("worker: check+extractive+reduce", True, {**CHECK, **EXTRACTIVE, **REDUCE}),
+    Mode("worker: check+extractive+drop+reduce", True, {**CHECK, **EXTRACTIVE, **DROP, **REDUCE}),
+    Mode("worker: check+reduce+reuse", True, {**CHECK, **REDUCE, "summary_reuse": True}),
+    Mode("worker: check+message+eager", True, {**CHECK, "summary_placement": "message",
+                                               "eager_compaction_at": 0.8}),
+    Mode("worker: check+extractive+all", True, {**CHECK, **EXTRACTIVE, **REDUCE, "summary_reuse": True,
+                                                "summary_placement": "message", "eager_compaction_at": 0.8}),
+)
+WORKER_MODES_BY_NAME = {mode.name: mode for mode in WORKER_MODES}
