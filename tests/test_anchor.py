@@ -321,3 +321,17 @@ def test_context_compact_carries_the_section_on():
                summarizer=goal_summarizer)
     assert (out["status"], out["summary"], out["used_prior_summary"]) == (
         "ok", "## Goal\n- keep going" + SECTION, True)
+
+
+def test_summary_reuse_rewrites_into_the_round_trip_that_keeps_the_anchor_once():
+    config = {"summary_reuse": True}
+    messages = long_session(rounds=24)
+    first = assemble_with(messages, config=config, lease_key="anchor-reuse")
+    assert first["applied"]["summary"] == "## Goal\n- keep going" + SECTION
+    whole = grown(messages, 1, 24)  # the caller resends its whole history, one round longer
+    reused = assemble_with(whole, config=config, lease_key="anchor-reuse")
+    tail_only = assemble_with(whole[45:], first["applied"]["summary"])
+    assert (reused["applied"]["summary_reused"], reused["applied"]["reused_from_index"]) == (True, 45)
+    assert reused["messages"] == tail_only["messages"]
+    assert reused["system_prompt"] == tail_only["system_prompt"]
+    assert task_count(reused) == 1
