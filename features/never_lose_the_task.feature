@@ -73,4 +73,37 @@ Feature: Compaction never loses the task
       - src/mod2.py
       - src/mod3.py
       - src/mod4.py
+
+      <!-- context-manager:anchor -->
+      [{"role":"user","content":[{"type":"text","text":"Port the parser in src/parse.py"}],"timestamp":1}]
+      <!-- /context-manager:anchor -->
+      """
+
+  Scenario: the anchor comes back to a harness that sends only the tail
+    Given the worker configuration {"anchor_messages": 1, "summary_check": "append"}
+    When the history is assembled
+    And the harness keeps the summary and the messages from the reported index onward
+    And 4 more rounds reading src/mod6.py to src/mod9.py of 1000 tokens each are appended
+    And the history is assembled
+    Then the history was compacted from request message 8 onward
+    And the returned messages start with the task "Port the parser in src/parse.py"
+    And the task is in the returned messages once
+    And the summary is
+      """
+      ## Goal
+      - (none)
+
+      ## Retained details
+      - src/mod1.py
+      - src/mod2.py
+      - src/mod3.py
+      - src/mod4.py
+      - src/mod5.py
+      - src/mod6.py
+      - src/mod7.py
+      - src/mod8.py
+
+      <!-- context-manager:anchor -->
+      [{"role":"user","content":[{"type":"text","text":"Port the parser in src/parse.py"}],"timestamp":1}]
+      <!-- /context-manager:anchor -->
       """

@@ -11,6 +11,7 @@ import pytest
 from compaction_support import FR, FakeSummarizer, U, X, history
 from pytest_bdd import given, parsers, scenarios, then, when
 
+from context_manager.core.carried_anchor import split_summary
 from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
@@ -113,7 +114,10 @@ def summary_inline(world, summary):
 @then("the summary is")
 def summary_block(world, docstring):
     assert world["response"]["applied"]["summary"] == docstring
-    assert world["response"]["system_prompt"].endswith(docstring)
+    # An anchor section travels with the summary, never into the rendered prompt.
+    text = split_summary(docstring).text
+    assert text is not None and world["response"]["system_prompt"].endswith(text)
+    assert "context-manager:anchor" not in world["response"]["system_prompt"]
 
 
 @then(parsers.parse("{count:d} retained items are reported"))
@@ -130,6 +134,13 @@ def no_retained(world):
 def starts_with_task(world, task):
     first = world["response"]["messages"][0]
     assert (first["role"], first["content"]) == ("user", [{"type": "text", "text": task}])
+
+
+@then("the task is in the returned messages once")
+def task_once(world):
+    task = world["response"]["messages"][0]["content"][0]["text"]
+    texts = [b.get("text", "") for m in world["response"]["messages"] for b in m["content"]]
+    assert sum(text.count(task) for text in texts) == 1
 
 
 @then("the summariser never saw the task")

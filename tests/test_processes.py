@@ -185,3 +185,38 @@ def test_the_environment_sets_the_process_count(engine: TestEngine, tmp_path: Pa
         process.kill()
 
 
+
+
+def test_the_anchor_comes_back_to_a_tail_only_caller_whichever_process_serves_it(
+    engine: TestEngine, worker: WorkerProcess
+) -> None:
+    """The summary carries the anchor, so neither process needs to have seen the compaction."""
+    engine.set_configuration("context-manager", {"anchor_messages": 1})
+    eventually(lambda: "anchor_tokens" in engine.call(
+        "context::assemble", {"messages": HELLO, "model": INLINE})["applied"])
+    task = {"role": "user", "content": [{"type": "text", "text": "Fix the flaky lease test"}], "timestamp": 1}
+    messages: list[dict[str, Any]] = [task]
+    for i in range(30):
+        messages.append({"role": "assistant", "content": [
+            {"type": "function_call", "id": f"c{i}", "function_id": "read", "arguments": {"n": i}}],
+            "stop_reason": "function_call", "model": "m", "provider": "p", "timestamp": 2 * i + 2})
+        messages.append({"role": "function_result", "function_call_id": f"c{i}", "function_id": "read",
+                         "content": [{"type": "text", "text": f"line {i} " * 200}], "timestamp": 2 * i + 3})
+    model = {"id": "m", "limits": {"context_window": 12000, "max_output_tokens": 1000}}
+    first = engine.call("context::assemble", {"messages": messages, "model": model,
+                                              "options": {"lease_key": "s1"}}, timeout=30)
+    applied = first["applied"]
+    assert applied["compacted"] is True and applied["summary"].endswith("<!-- /context-manager:anchor -->")
+    tail = messages[applied["tail_start_index"]:]
+    # Concurrent calls of new sessions, which the pool places on the less loaded process: the
+    # answers may come from either, none of which needs to remember the compaction.
+    calls = [Background(engine, "context::assemble", {
+        "messages": sent, "model": model,
+        "options": {"previous_summary": applied["summary"], "lease_key": f"s{k}"}})
+        for k, sent in enumerate((tail, [task, *tail]) * 3, start=2)]
+    answers = [c.join() for c in calls]
+    assert all(answer == answers[0] for answer in answers)
+    assert answers[0]["messages"] == first["messages"]
+    assert answers[0]["messages"][0]["content"] == task["content"]
+    assert sum(m["content"] == task["content"] for m in answers[0]["messages"]) == 1
+    assert answers[0]["system_prompt"] == first["system_prompt"]

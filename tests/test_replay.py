@@ -143,9 +143,21 @@ def test_the_command_prints_one_row_per_session_budget_and_mode(capsys):
     assert lines[0].startswith("| session ")
     assert lines[2] == ("| single-fix-flaky-lease-test |    160 | 32k    | summariser |   161 |"
                         "    2,071,548 |          13 |         0 |      1 |     14 |        13 |       0 |"
-                        "        100% |         83% |      100% |")
+                        "        100% |         83% |      100% |          0 |")
     assert lines[3].split("|")[4].strip() == "original"
     assert lines[4] == ""
+
+
+def test_a_harness_sending_only_the_tail_gets_the_answers_of_one_resending_the_anchor(sessions):
+    session = sessions[SINGLE_TASK]
+    tail_only = replay(session, "32k", MODES_BY_NAME["harness+anchor+check"])
+    resent = replay(session, "32k", MODES_BY_NAME["summariser+anchor+check"])
+    assert (tail_only.overflows, tail_only.task_kept, tail_only.task_repeated, tail_only.calls) == (
+        0, 161, 0, 161)
+    assert (resent.overflows, resent.task_kept, resent.task_repeated) == (0, 161, 0)
+    for stats in (tail_only, resent):
+        assert (stats.input_tokens, stats.cache_busts, stats.compacted) == (2_193_169, 13, 13)
+    assert [c.summary for c in tail_only.compactions] == [c.summary for c in resent.compactions]
 
 
 def test_an_anchor_keeps_the_task_in_every_call_and_the_check_keeps_the_head(sessions):

@@ -28,13 +28,15 @@ from bench.replay.replay import (
 
 COLUMNS = ("session", "rounds", "budget", "mode", "calls", "input tokens", "cache busts",
            "overflows", "pruned", "capped", "compacted", "dropped", "user probes", "path probes",
-           "task kept")
+           "task kept", "task twice")
 LEGEND = f"""\
 Budgets: inline limits, context window 16000 / 32000 / 64000 / 128000 tokens, {MAX_OUTPUT_TOKENS} output tokens.
 Modes: summariser = fake summariser, default configuration; none = no summariser;
 none+drop_oldest = no summariser, overflow_fallback drop_oldest; original = fake summariser,
 user_less_compaction false (the 1.1.6 selection); +anchor = anchor_messages 1; +check =
-summary_check append; +extractive = summarizer_fallback extractive.
+summary_check append; +extractive = summarizer_fallback extractive; harness = after a
+compaction only the tail is sent (the anchor is not re-sent), lease_key = the session's name;
+it knows no anchor, so its probes take the whole of what it sent before the tail as the head.
 calls = assemble calls (one before each recorded assistant message); input tokens = sum of the
 token_count of successful calls; cache busts = calls whose system prompt and messages do not
 extend the previous successful call's; overflows = calls that failed with context/overflow;
@@ -42,7 +44,8 @@ pruned / capped / compacted / dropped = calls whose applied reports pruning, cap
 a compaction, dropped messages; user probes / path probes = over every compaction, the share of
 the summarised head's user-message openings (first 100 characters) / file paths and URLs found in
 the returned system prompt and messages (whitespace and case collapsed; - when no compaction had
-any); task kept = share of calls whose returned context holds the first user message verbatim."""
+any); task kept = share of calls whose returned context holds the first user message verbatim;
+task twice = calls whose returned context holds it more than once."""
 
 
 ECONOMY_COLUMNS = ("budget", "mode", "calls", "tokens sent", "prefix rewrites", "overflows",
@@ -91,7 +94,7 @@ def row(session: Session, stats: ReplayStats) -> tuple[str, ...]:
             str(stats.capped), str(stats.compacted), str(stats.dropped),
             _share(stats.probes.users_found, stats.probes.users),
             _share(stats.probes.paths_found, stats.probes.paths),
-            _share(stats.task_kept, stats.calls))
+            _share(stats.task_kept, stats.calls), str(stats.task_repeated))
 
 
 def _share(part: int, whole: int) -> str:

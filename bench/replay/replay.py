@@ -9,6 +9,12 @@ the answer says ``applied.compacted``: it keeps ``applied.summary`` as the next 
 time. Drops by ``overflow_fallback: drop_oldest`` are not persisted: they only shape one call.
 A call that fails with ``context/overflow`` is counted and the replay goes on.
 
+A persisting harness re-sends the pinned anchor's messages (``anchor_messages``) first after a
+compaction, as the README's round trip asks. A ``tail_only`` mode is the agent harness of an iii
+deployment instead: it knows nothing of an anchor, and after a compaction sends only its messages
+from the compaction's ``tail_start_index`` onward, with the summary as ``previous_summary`` and
+the session's name as ``lease_key``.
+
 Each successful call is also priced by ``bench.replay.economy`` (what a provider with prefix
 caching bills for it, against the previous successful call's context). An ``observer`` given to
 :func:`replay` sees every call as it was sent and answered (``bench.recall`` measures through it).
@@ -51,6 +57,7 @@ class Mode:
     summarizer: bool
     config: dict[str, Any]
     persist: bool = True  # does the harness keep the round trip (summary and tail start)?
+    tail_only: bool = False  # after a compaction, only the tail (no anchor re-sent), lease_key set
 
 
 MODES = (
@@ -65,6 +72,16 @@ MODES = (
     Mode("none+extractive", False, {"summarizer_fallback": "extractive"}),
     Mode("none+extractive+anchor", False, {"summarizer_fallback": "extractive", "anchor_messages": 1}),
     Mode("none+drop_oldest+anchor", False, {"overflow_fallback": "drop_oldest", "anchor_messages": 1}),
+    # The agent harness's round trip: the tail alone after a compaction.
+    Mode("harness", True, {}, tail_only=True),
+    Mode("harness+anchor", True, {"anchor_messages": 1}, tail_only=True),
+    Mode("harness+check", True, {"summary_check": "append"}, tail_only=True),
+    Mode("harness+anchor+check", True, {"anchor_messages": 1, "summary_check": "append"},
+         tail_only=True),
+    Mode("harness-none+extractive+anchor", False,
+         {"summarizer_fallback": "extractive", "anchor_messages": 1}, tail_only=True),
+    Mode("harness+anchor+message", True, {"anchor_messages": 1, "summary_placement": "message"},
+         tail_only=True),
     # Cache-aware reduction: harnesses that do not persist the round trip, stable steps, reuse.
     Mode("summariser-nopersist", True, {}, persist=False),
     Mode("summariser-nopersist+reuse", True, {"summary_reuse": True}, persist=False),
@@ -142,6 +159,7 @@ class ReplayStats:
     compactions: list[Compaction] = field(default_factory=list)
     probes: Probes = field(default_factory=Probes)
     task_kept: int = 0  # calls whose returned context holds the first user message verbatim
+    task_repeated: int = 0  # calls whose returned context holds it more than once
     bill: Bill = field(default_factory=Bill)
     # compacting calls whose system prompt is not the request's as it renders without a summary
     prompt_changed_at_compaction: int = 0
@@ -197,7 +215,7 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
     stats = ReplayStats(session.name, budget, mode.name)
     # The pinned anchor (request messages the harness always resends first) and, after it, the
     # first recorded message the harness still holds.
-    anchor = _anchor_messages(session, mode)
+    anchor = [] if mode.tail_only else _anchor_messages(session, mode)
     held_from = len(anchor)
     task = task_text(session.messages)
     previous_summary: str | None = None
@@ -211,6 +229,8 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
             payload["system_prompt"] = session.system_prompt
         if previous_summary is not None:
             payload["options"] = {"previous_summary": previous_summary}
+        if mode.tail_only:
+            payload["options"] = {**payload.get("options", {}), "lease_key": session.name}
         stats.calls += 1
         summarizer_mark = len(recorder.calls) if recorder is not None else 0
         try:
@@ -236,6 +256,7 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
         stats.dropped += "dropped_messages" in applied
         returned = context_text(response["system_prompt"], response["messages"])
         stats.task_kept += task is not None and task in returned
+        stats.task_repeated += task is not None and returned.count(task) > 1
         if applied["compacted"]:
             stats.compacted += 1
             stats.prompt_changed_at_compaction += (

@@ -217,6 +217,26 @@ def sessions(draw: st.DrawFn) -> list[dict[str, Any]]:
     return [{**m, "timestamp": 1000 + i} for i, m in enumerate(messages)]
 
 
+@st.composite
+def agent_runs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """One task worked through many call rounds (what a pinned anchor is for): the request,
+    sometimes a first round answered before the agent's first word, then 6 to 30 rounds with
+    now and then a user remark, a custom message or an assistant reply."""
+    next_call = [0]
+    messages: list[dict[str, Any]] = list(draw(_user_turn()))
+    if draw(rare(3)):
+        messages.extend(draw(_call_round(next_call)))
+    for _ in range(draw(st.integers(6, 30))):
+        messages.extend(draw(_call_round(next_call)))
+        if draw(rare(8)):
+            messages.extend(draw(_user_turn()))
+        if draw(rare(8)):
+            messages.append(custom(draw(short_text)))
+        if draw(rare(6)):
+            messages.extend(draw(_assistant_reply()))
+    return [{**m, "timestamp": 1000 + i} for i, m in enumerate(messages)]
+
+
 def _without_images(message: dict[str, Any]) -> dict[str, Any]:
     def blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out = []

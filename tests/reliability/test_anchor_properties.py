@@ -21,7 +21,7 @@ from context_manager.wire.codec import dumps
 from context_manager.wire.decode import decode_messages
 from context_manager.wire.errors import CallError
 
-from .strategies import RELIABILITY, configs, histories, models, sessions, short_text
+from .strategies import RELIABILITY, agent_runs, configs, histories, models, sessions, short_text
 from .support import FakeSummarizer, MemoryLeaseStore, breakdown_total, context, run
 
 pytestmark = pytest.mark.slow
@@ -74,3 +74,67 @@ def test_no_pass_changes_an_anchor_message(
         assert response["applied"]["tail_start_index"] > (
             [i for i, m in enumerate(history) if m["role"] != "custom"][pinned - 1] if pinned else -1)
 
+
+
+# --- a caller that sends back only the tail, or the anchor and the tail --------------------------
+
+carrying = st.fixed_dictionaries({
+    "summary_check": st.sampled_from(["off", "append"]),
+    "summarizer_fallback": st.sampled_from(["none", "extractive"]),
+    "overflow_fallback": st.sampled_from(["error", "drop_oldest"]),
+    "summary_placement": st.sampled_from(["system_prompt", "message"]),
+})
+
+
+# Windows where a run of rounds compacts again and again (mostly 2,500 to 9,000 tokens).
+run_models = st.builds(
+    lambda window, output, model_id: {"id": model_id, "limits": {
+        "context_window": window, "max_output_tokens": output}},
+    st.one_of(st.integers(1500, 2500), st.integers(2500, 9000), st.integers(2500, 9000)),
+    st.integers(0, 600), st.sampled_from(["m", "gpt-4o"]))
+
+
+@RELIABILITY
+@given(st.one_of(agent_runs(), agent_runs(), sessions()), run_models, configs(), carrying,
+       st.integers(1, 3), st.booleans(), st.booleans())
+def test_the_anchor_survives_every_round_trip_once(
+    history: list[dict[str, Any]], model: dict[str, Any], config: dict[str, Any],
+    extra: dict[str, Any], anchor: int, resend: bool, summarizer_on: bool,
+) -> None:
+    """A harness loop: one call before each assistant message after the anchor; after a
+    compaction the caller keeps the summary and its messages from ``tail_start_index`` on,
+    re-sending the anchor's request messages first (``resend``) or not. Every answer starts with
+    the anchor of the whole history, verbatim, and holds each of its messages exactly once."""
+    config = {**config, **extra, "anchor_messages": anchor}
+    summarizer = FakeSummarizer(reply=lambda request: "Summary: so far.") if summarizer_on else None
+    ctx = context(config, summarizer=summarizer, lease_store=MemoryLeaseStore())
+    facing = [i for i, m in enumerate(history) if m["role"] != "custom"]
+    view = decode_messages([history[i] for i in facing])
+    pinned = anchor_length(view, anchor)
+    if pinned == 0:
+        return
+    expected = [dumps(m) for m in view[:pinned]]
+    anchor_end = facing[pinned - 1] + 1  # the request messages holding the anchor
+    held_from, summary, lead = anchor_end, None, history[:anchor_end]
+    for index in range(anchor_end, len(history)):
+        if history[index]["role"] != "assistant":
+            continue
+        sent = lead + history[held_from:index]
+        options = {} if summary is None else {"previous_summary": summary}
+        try:
+            response = run("context::assemble", {"messages": sent, "model": model,
+                                                 "options": options}, ctx)
+        except CallError as exc:
+            assert exc.message.startswith(OVERFLOW_PREFIX), exc.message
+            continue
+        returned = [dumps(m) for m in response["messages"]]
+        assert returned[:pinned] == expected
+        assert all(returned.count(m) == 1 for m in expected)
+        assert response["token_count"] <= response["usable"]
+        assert "context-manager:anchor" not in response["system_prompt"]
+        applied = response["applied"]
+        if applied["compacted"]:
+            assert applied["tail_start_index"] >= len(lead)
+            held_from += applied["tail_start_index"] - len(lead)
+            summary = applied["summary"]
+            lead = history[:anchor_end] if resend else []

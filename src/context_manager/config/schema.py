@@ -106,8 +106,9 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
     "anchor_messages": (
         _UINT,
         "The first N model-facing messages of every context::assemble call are pinned: no pass "
-        "changes or drops them and compaction summarises only what follows them; 0 pins nothing. "
-        "options.anchor_messages overrides it per call.",
+        "changes or drops them and compaction summarises only what follows them; a summary "
+        "written with a pinned anchor carries it, so a caller that sends back only the tail "
+        "gets it back first. 0 pins nothing. options.anchor_messages overrides it per call.",
     ),
     "summary_check": (
         {"enum": list(SUMMARY_CHECKS), "type": "string"},

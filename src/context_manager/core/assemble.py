@@ -65,6 +65,7 @@ from typing import Any, Protocol
 
 from context_manager.core.anchor import anchor_length
 from context_manager.core.budget import default_reserved, usable_budget
+from context_manager.core.carried_anchor import restore, split_summary, with_anchor
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.compaction.recall import recall, remember, with_round_trip
@@ -162,6 +163,9 @@ class _Context:
     summary_message: Message | None = None
     summary_size: int = 0
     anchor_to_orig: list[int] = field(default_factory=list)
+    # The anchor's first ``restored`` messages came from the previous summary's anchor section
+    # (``core.carried_anchor``), not from the request: no request index holds them.
+    restored: int = 0
     # The model-facing messages as the request gave them (before any pass), for the ledger.
     original: list[Message] = field(default_factory=list)
     # resolve_inline_function_ids(view): cap and prune rewrite outputs, never calls or the
@@ -239,6 +243,11 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     """The pipeline; ``calibrate=False`` counts without a usage anchor (the ledger still records)."""
     config = deps.config
     options = request.options
+    # A summary carrying the anchor: every pass sees its text only, the anchor is put back below.
+    carried = split_summary(options.previous_summary)
+    if carried.text is not options.previous_summary:
+        options = replace(options, previous_summary=carried.text)
+        request = replace(request, options=options)
     resolved = await resolve_model(request.model, deps.resolver, config, deps.log)
     reserved = (
         options.reserved_tokens
@@ -252,7 +261,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         options.anchor_messages if options.anchor_messages is not None else config.anchor_messages
     )
     state = _initial_context(request, resolved.vision, estimator, reuse, anchor_requested,
-                             config.summary_placement)
+                             config.summary_placement, carried.anchor if anchor_requested else [])
     if options.explain:
         state.explanation = Explanation()
     calibration, digests = _calibration(state, request, estimator, deps, reuse, usable)
@@ -338,6 +347,9 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         applied["initial_token_count"] = _reported(state, initial_total, initial_calibration)
     if state.explanation is not None:
         applied["actions"] = state.explanation.actions()
+    if applied["compacted"]:
+        # The next request may start at the tail: the summary carries the anchor to it.
+        applied["summary"] = with_anchor(applied["summary"], state.anchor)
     if config.report_prefix:
         applied.update(_prefix_report(state, request, config))
     return {
@@ -379,7 +391,7 @@ def _prefix_report(state: _Context, request: AssembleRequest, config: WorkerConf
     if config.summary_placement == "message":
         baseline_prompt = render_system_prompt(request.system_prompt, None)
         if previous is not None:
-            pinned = len(state.anchor)
+            pinned = len(state.anchor) - state.restored
             following = facing[pinned] if pinned < len(facing) else None
             facing = [*facing[:pinned], summary_message(previous, following), *facing[pinned:]]
     else:
@@ -422,12 +434,15 @@ def _calibration(
         reuse.memo,
     )
     ledger = deps.sent_ledger
+    restored = state.restored
     calibration = choose_calibration(
         request.messages,
-        state.anchor_to_orig + state.view_to_orig if state.anchor else state.view_to_orig,
-        state.anchor_sizes + state.sizes if state.anchor else state.sizes,
-        # A summary placed as a message is counted with the fixed part: no request index holds it.
-        state.prompt_tokens + state.tools_tokens + state.summary_size,
+        state.anchor_to_orig[restored:] + state.view_to_orig if state.anchor else state.view_to_orig,
+        state.anchor_sizes[restored:] + state.sizes if state.anchor else state.sizes,
+        # A summary placed as a message, and an anchor put back from the summary, are counted
+        # with the fixed part: no request index holds them.
+        state.prompt_tokens + state.tools_tokens + state.summary_size
+        + sum(state.anchor_sizes[:restored]),
         Recall(ledger, digests) if ledger is not None else None,
         exact=estimator.kind == "tokenizer",
         # Over the budget, a prompt this process has no record of was reduced somewhere.
@@ -483,9 +498,12 @@ def _fit(
 
 def _initial_context(
     request: AssembleRequest, vision: Capability, estimator: Estimator, reuse: CallReuse,
-    anchor_requested: int, placement: str,
+    anchor_requested: int, placement: str, carried: list[Message],
 ) -> _Context:
-    """The model-facing view (no custom messages, media normalized), its anchor and size memo."""
+    """The model-facing view (no custom messages, media normalized), its anchor and size memo.
+
+    ``carried`` is the anchor the previous summary carries: put back first (and pinned whole)
+    unless the view already starts with it."""
     view: list[Message] = []
     view_to_orig: list[int] = []
     for index, message in enumerate(request.messages):
@@ -493,6 +511,10 @@ def _initial_context(
             view.append(message)
             view_to_orig.append(index)
     original = view
+    restored = restore(view, carried)
+    if restored:
+        view, view_to_orig = [*carried, *view], [-1] * restored + view_to_orig
+        anchor_requested = max(anchor_requested, restored)
     pinned = anchor_length(view, anchor_requested)
     anchor = view[:pinned]
     anchor_to_orig = view_to_orig[:pinned]
@@ -518,6 +540,7 @@ def _initial_context(
         summary_message=placed,
         summary_size=estimator.message(placed) if placed is not None else 0,
         anchor_to_orig=anchor_to_orig,
+        restored=restored,
         original=original,
     )
 

@@ -2,7 +2,9 @@
 
 The answer is a status: ``ok`` (with the summary), ``busy`` (the history's lease is held or the
 lease store failed), ``empty`` (nothing to summarise) or ``overflow`` (the summariser is
-unavailable or failed). Nothing is stored: the caller persists the summary.
+unavailable or failed). Nothing is stored: the caller persists the summary. A
+``previous_summary`` carrying a pinned anchor (``core.carried_anchor``) is updated from its text
+only, and the new summary carries the same anchor on.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from context_manager.core.budget import default_reserved, preserve_recent, usable_budget
+from context_manager.core.carried_anchor import split_summary, with_anchor
 from context_manager.core.compaction import lease
 from context_manager.core.compaction.produce import produce_summary
 from context_manager.core.compaction.selection import select
@@ -107,13 +110,14 @@ async def _summarise(
     if head_len == 0:
         return dict(EMPTY)
     tokens_before = sum(sizes[:head_len])
+    carried = split_summary(options.previous_summary)
     try:
         produced = await produce_summary(
             deps.summarizer,
             model,
             messages[:head_len],
             input_budget,
-            previous_summary=options.previous_summary,
+            previous_summary=carried.text,
             instructions=options.instructions,
             estimator=estimator,
             config=deps.config,
@@ -132,7 +136,7 @@ async def _summarise(
     tokens_after = estimator.text(summary) + sum(sizes[head_len:])
     response: dict[str, Any] = {
         "status": "ok",
-        "summary": summary,
+        "summary": with_anchor(summary, carried.anchor),
         "tail_start_index": selection.tail_start_index,
         "tokens_before": tokens_before,
         "tokens_after": tokens_after,
