@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_manager.config.parse import parse_config_value
@@ -21,7 +21,7 @@ from context_manager.wire.codec import dumps
 from context_manager.wire.decode import decode_messages
 from context_manager.wire.errors import CallError
 
-from .strategies import RELIABILITY, agent_runs, configs, histories, models, sessions, short_text
+from .strategies import EXAMPLES, RELIABILITY, agent_runs, configs, histories, models, sessions, short_text
 from .support import FakeSummarizer, MemoryLeaseStore, breakdown_total, context, run
 
 pytestmark = pytest.mark.slow
@@ -94,7 +94,9 @@ run_models = st.builds(
     st.integers(0, 600), st.sampled_from(["m", "gpt-4o"]))
 
 
-@RELIABILITY
+# A tenth of the usual cases (200 by default): each runs a whole harness loop of up to a dozen
+# assemble calls, so the full count would cost minutes of CI.
+@settings(RELIABILITY, max_examples=max(1, EXAMPLES // 10))
 @given(st.one_of(agent_runs(), agent_runs(), sessions()), run_models, configs(), carrying,
        st.integers(1, 3), st.booleans(), st.booleans())
 def test_the_anchor_survives_every_round_trip_once(
