@@ -500,10 +500,14 @@ def summariser_script() -> Callable[[dict[str, Any]], Any]:
 
 
 async def failing_chat(data: dict[str, Any]) -> tuple[list[str | bytes], Any]:
-    """``router::chat`` of a router whose provider is down."""
-    from engine_harness.fake_router import RouterCallError
+    """``router::chat`` of a router whose provider fails: an error frame ends the stream and the
+    answer is ``ok: false``."""
+    from engine_harness import assistant
 
-    raise RouterCallError("router/provider_error", "the provider is unavailable")
+    model = str(data.get("model"))
+    error = {"code": "provider_error", "message": "the provider is unavailable"}
+    frame = json.dumps({"type": "error", "error": assistant("the provider is unavailable", model)})
+    return [frame], {"ok": False, "provider": "fake", "model": model, "error": error}
 
 
 def budgets(sessions: list[RecordedSession]) -> dict[str, Any]:
