@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -455,6 +456,27 @@ def violations(run: SessionRun, check_task: bool) -> list[str]:
             found.append(f"{where} step {step.step}: the window starts at {first}, the latest entry's tail "
                          f"is {latest.tail_start_entry_id}")
     return found
+
+
+_LINE = re.compile(r"^(\S+) \(.*?\) step (\d+): (.*)$", re.DOTALL)
+
+
+def digest(found: list[str]) -> str:
+    """Violation lines grouped by session and kind: ``session: count x kind (steps first-last)``."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for line in found:
+        match = _LINE.match(line)
+        if match is None:
+            groups.setdefault((line, ""), []).append(-1)
+            continue
+        session, step, text = match.groups()
+        if text.startswith("turn failed: "):
+            kind = "turn failed: " + text.removeprefix("turn failed: ").split(":", 1)[0]
+        else:
+            kind = re.sub(r"\be?\d+\b", "N", text)
+        groups.setdefault((session, kind), []).append(int(step))
+    return "\n".join(f"{session}: {len(steps)} x {kind} (steps {min(steps)}-{max(steps)})"
+                     for (session, kind), steps in groups.items())
 
 
 @dataclass

@@ -34,6 +34,7 @@ from harness_loop import (
     Stack,
     Step,
     Totals,
+    digest,
     generated_sessions,
     harness_stack,
     patch_orphaned_calls,
@@ -199,11 +200,17 @@ def test_the_checks_name_every_kind_of_violation() -> None:
     run.steps[1].task_in_context = False
     run.compactions = [CompactionRecord(0, "compaction-0", 1, "e1", 1, True),
                        CompactionRecord(1, "compaction-1", 3, None, 2, True)]
-    assert violations(run, check_task=True) == [
+    found = violations(run, check_task=True)
+    assert found == [
         "s (x) step 1: the task statement is not in the context",
         "s (x) step 1: tail_start_index 3 names no message of the 2 sent",
         "s (x) step 1: the window starts at e0, the latest entry's tail is e1",
     ]
+    assert digest(found + ["s (x) step 4: turn failed: context_overflow: context::assemble: boom"]) == (
+        "s: 1 x the task statement is not in the context (steps 1-1)\n"
+        "s: 1 x tail_start_index N names no message of the N sent (steps 1-1)\n"
+        "s: 1 x the window starts at N, the latest entry's tail is N (steps 1-1)\n"
+        "s: 1 x turn failed: context_overflow (steps 4-4)")
 
 
 def test_the_hook_appends_short_and_long_guidance_on_every_third_step() -> None:
@@ -248,8 +255,8 @@ def _conforms(stack: Stack, name: str, sessions: list[RecordedSession], turns: i
         totals.add(run, session.single_task)
         found += violations(run, check_task and session.single_task)
     assert totals.turns == turns
-    assert found == [], f"{name}: {totals.failed} of {totals.turns} turns failed, {len(found)} violations:\n" + \
-        "\n".join(found[:25])
+    assert found == [], (f"{name}: {totals.failed} of {totals.turns} turns failed, {len(found)} violations\n"
+                         f"{digest(found)}\nfirst ones:\n" + "\n".join(found[:10]))
     return totals
 
 
