@@ -565,6 +565,18 @@ class Stack:
             raise CallFailed(str(exc)) from None
 
 
+def worker_path() -> str:
+    """``PYTHONPATH`` for the worker process: the source root of the package this process
+    imported first, so the worker runs the same code whatever its working directory."""
+    import os
+
+    import context_manager
+
+    root = str(Path(context_manager.__file__).resolve().parents[1])
+    inherited = os.environ.get("PYTHONPATH")
+    return f"{root}{os.pathsep}{inherited}" if inherited else root
+
+
 @contextmanager
 def harness_stack(sessions: list[RecordedSession], workdir: Path) -> Iterator[Stack]:
     """The test engine with a fake router (limits and summariser), the worker as a process, and
@@ -574,7 +586,8 @@ def harness_stack(sessions: list[RecordedSession], workdir: Path) -> Iterator[St
 
     router = FakeRouter(budgets=budgets(sessions), chat_script=summariser_script(), count_tokens=False)
     engine = TestEngine(router=router).start()
-    worker = WorkerProcess(engine.url, env={"III_COMPOSE_DIR": str(workdir), "LOG_LEVEL": "warn"}, cwd=workdir)
+    worker = WorkerProcess(engine.url, env={"III_COMPOSE_DIR": str(workdir), "LOG_LEVEL": "warn",
+                                            "PYTHONPATH": worker_path()}, cwd=workdir)
     sdk = None
     try:
         deadline = time.monotonic() + 60
