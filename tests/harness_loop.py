@@ -39,9 +39,11 @@ The hook this module provides (:class:`GuidanceHook`) is deterministic: it appen
 user message on every third step, alternately short and long (longer than the allowance, so that
 near a full window the recount is over and the loop re-assembles).
 
-Run as a script (``PYTHONPATH=src:tests python tests/harness_loop.py``) it prints, per
-configuration of :data:`CONFIGURATIONS`, the turns, compactions, re-assemblies and failed turns
-over the recorded real sessions and the generated ones.
+Run as a script (``PYTHONPATH=src:tests:. python tests/harness_loop.py [--real] [name ...]``) it
+prints, per configuration of :data:`CONFIGURATIONS` (all, or those named), the turns,
+compactions, recounts, re-assemblies, failed turns and, over the single-task sessions, the calls
+whose context holds the task statement, over the recorded real sessions (and, without
+``--real``, the generated ones).
 """
 
 from __future__ import annotations
@@ -622,13 +624,17 @@ def run_configuration(stack: Stack, name: str, sessions: list[RecordedSession],
 def main() -> None:
     import tempfile
 
+    args = sys.argv[1:]
+    sets = ("real",) if "--real" in args else ("real", "generated")
+    names = [a for a in args if a != "--real"] or list(CONFIGURATIONS)
     real, generated = real_sessions(), generated_sessions()
-    names = sys.argv[1:] or list(CONFIGURATIONS)
     print(f"{'configuration':<22} {'set':<9} {'turns':>5} {'compact':>7} {'recount':>7} {'reassm':>6} "
           f"{'failed':>6} {'task kept':>10} {'secs':>5}")
     with tempfile.TemporaryDirectory() as workdir, harness_stack(real + generated, Path(workdir)) as stack:
         for name in names:
             for label, sessions in (("real", real), ("generated", generated)):
+                if label not in sets:
+                    continue
                 started = time.monotonic()
                 runs = run_configuration(stack, name, sessions)
                 totals = Totals()
