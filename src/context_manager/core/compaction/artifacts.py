@@ -428,7 +428,7 @@ def _call(walk: _Walk, index: int, block: dict[str, Any]) -> None:
     function_id = str(block.get("function_id") or block.get("name") or "")
     arguments = block.get("arguments")
     subject: str | None = None
-    if _is_shell(function_id, arguments):
+    if isinstance(arguments, dict) and _is_shell(function_id, arguments):
         command = arguments["command"]
         line = _CD_PREFIX.sub("", " ".join(command.split("\n", 1)[0].split()))
         if line:

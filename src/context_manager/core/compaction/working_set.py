@@ -135,12 +135,13 @@ def collect(head: Sequence[Message], carried: Sequence[Entry]) -> list[Entry]:
     in_head: set[tuple[str, str]] = set()
     for sighting in _sightings(head, known):
         ident = (sighting.kind, sighting.key)
-        entry = entries.get(ident)
-        if entry is None:
+        found = entries.get(ident)
+        if found is None:
             entries[ident] = Entry(sighting.kind, sighting.key, _detail(sighting, None),
                                    sighting.position, 1)
             in_head.add(ident)
             continue
+        entry = found
         if ident not in in_head:
             # A carried entry touched again: its carried sightings count once more.
             in_head.add(ident)
@@ -262,3 +263,34 @@ def without_working_set(summary: str | None) -> str | None:
     if summary is None:
         return None
     return split_section(summary)[0]
+
+
+NOTE_INTRO = "Earlier messages were left out here to fit the context window. What they worked with:"
+
+
+def is_note(message: Message) -> bool:
+    content = message.get("content")
+    return (message.get("role") == "user" and isinstance(content, list) and len(content) == 1
+            and content[0].get("type") == "text" and content[0]["text"].startswith(NOTE_INTRO))
+
+
+def dropped_note(dropped: Sequence[Message], following: Message | None, budget: int,
+                 estimator: Estimator) -> Message | None:
+    """The note left in place of ``dropped`` messages (``overflow_fallback: drop_oldest``): a user
+    message holding the working set of what was dropped, within ``budget`` tokens for the
+    section; an earlier note among them is carried like a previous summary. ``None`` when the
+    dropped messages hold no entry. Timestamped as ``following`` (0 without one) so the same drop
+    gives the same message."""
+    carried: list[Entry] = []
+    head: list[Message] = []
+    for message in dropped:
+        if is_note(message):
+            carried.extend(parse_section(split_section(message["content"][0]["text"])[1]))
+        else:
+            head.append(message)
+    section = render(collect(head, carried), "", budget, estimator)
+    if not section:
+        return None
+    timestamp = following.get("timestamp") if following is not None else None
+    return {"role": "user", "content": [{"type": "text", "text": f"{NOTE_INTRO}\n\n{section}"}],
+            "timestamp": timestamp if type(timestamp) is int else 0}
