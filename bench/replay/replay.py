@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,20 @@ class Session:
                    if m["role"] == "assistant" and any(b["type"] == "function_call" for b in m["content"]))
 
 
+@dataclass(frozen=True)
+class Call:
+    """One assemble call as an observer of the replay sees it."""
+
+    index: int  # the recorded assistant message the call is made before
+    sent: list[dict[str, Any]]  # the messages the harness sent
+    previous_summary: str | None  # the summary it sent in options (persisting harness)
+    response: dict[str, Any] | None  # the answer, None when the call failed with context/overflow
+
+
+# Called after every assemble call of a replay, with the session and the call.
+Observer = Callable[["Session", Call], None]
+
+
 @dataclass
 class Compaction:
     """One compacting call: the summary kept, and every summariser (anchor, reply) of that call."""
@@ -145,9 +160,10 @@ def shipped_sessions(directory: Path = SESSIONS_DIR) -> list[Session]:
     return [load_session(path) for path in paths]
 
 
-def model_input(context_window: int, model_id: str = "replay-model") -> dict[str, Any]:
+def model_input(context_window: int, model_id: str = "replay-model",
+                max_output_tokens: int = MAX_OUTPUT_TOKENS) -> dict[str, Any]:
     return {"id": model_id,
-            "limits": {"context_window": context_window, "max_output_tokens": MAX_OUTPUT_TOKENS}}
+            "limits": {"context_window": context_window, "max_output_tokens": max_output_tokens}}
 
 
 def _quiet_logger() -> logging.Logger:
@@ -156,8 +172,10 @@ def _quiet_logger() -> logging.Logger:
     return log
 
 
-def replay(session: Session, budget: str, mode: Mode, model_id: str = "replay-model") -> ReplayStats:
-    """Replay ``session`` at ``budget`` (a key of :data:`BUDGETS`) in ``mode`` on ``model_id``."""
+def replay(session: Session, budget: str, mode: Mode, model_id: str = "replay-model", *,
+           max_output_tokens: int = MAX_OUTPUT_TOKENS, observer: Observer | None = None) -> ReplayStats:
+    """Replay ``session`` at ``budget`` (a key of :data:`BUDGETS`) in ``mode`` on ``model_id``,
+    a model with ``max_output_tokens``; ``observer`` sees every call."""
     recorder = RecordingSummarizer() if mode.summarizer else None
     ctx = HandlerContext(
         config=parse_config_value(mode.config),
@@ -168,13 +186,14 @@ def replay(session: Session, budget: str, mode: Mode, model_id: str = "replay-mo
         # A worker of its own per replay: remembered compactions never cross sessions or modes.
         session_store=MemorySessionStore(),
     )
-    return anyio.run(_replay, session, budget, mode, ctx, recorder, model_id)
+    model = model_input(BUDGETS[budget], model_id, max_output_tokens)
+    return anyio.run(_replay, session, budget, mode, ctx, recorder, model, observer)
 
 
 async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext,
-                  recorder: RecordingSummarizer | None, model_id: str) -> ReplayStats:
+                  recorder: RecordingSummarizer | None, model: dict[str, Any],
+                  observer: Observer | None) -> ReplayStats:
     stats = ReplayStats(session.name, budget, mode.name)
-    model = model_input(BUDGETS[budget], model_id)
     # The pinned anchor (request messages the harness always resends first) and, after it, the
     # first recorded message the harness still holds.
     anchor = _anchor_messages(session, mode)
@@ -199,7 +218,11 @@ async def _replay(session: Session, budget: str, mode: Mode, ctx: HandlerContext
             if exc.kind != OVERFLOW:
                 raise
             stats.overflows += 1
+            if observer is not None:
+                observer(session, Call(index, sent_messages, previous_summary, None))
             continue
+        if observer is not None:
+            observer(session, Call(index, sent_messages, previous_summary, response))
         sent = (response["system_prompt"], response["messages"])
         if previous_sent is not None and not _extends(previous_sent, sent):
             stats.cache_busts += 1

@@ -1,0 +1,1 @@
+"""Long-range future-entity recall of replayed sessions (``python -m bench.recall``)."""

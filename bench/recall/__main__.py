@@ -1,0 +1,137 @@
+"""``python -m bench.recall [--data DIR] [--budgets 16k/2k,32k/4k] [--modes ...] [--sessions ...] [--quick] [--json FILE] [--missing N]``.
+
+Replays every recorded session (the generated ones of ``bench/replay/sessions`` by default) as a
+persisting harness does, with the replay's deterministic summariser (``bench.replay``), per
+budget and mode, and prints one Markdown table per budget: the long-range future-entity recall
+(defined in ``bench.recall.measure`` and ``bench.recall.entities``) beside the overflows, the
+prefix rewrites and the billed input of ``bench.replay.economy``. The numbers are deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.recall.measure import HORIZON, WINDOW, Recall, RecallObserver, pressure_calls
+from bench.recall.modes import DEFAULT_BUDGETS, MODES, QUICK_MODES, budget, mode
+from bench.replay.__main__ import markdown
+from bench.replay.economy import Bill
+from bench.replay.replay import Session, replay, shipped_sessions
+
+COLUMNS = ("mode", "pressure calls", "needs", "kept", "recall", "overflows", "prefix rewrites",
+           "billed (auto cache)")
+QUICK_SESSION = "multi-cache-invalidation"
+LEGEND = f"""\
+pressure calls = calls before which the whole recorded history exceeds usable (the same in every
+mode); needs = over them, the entities the next {HORIZON} recorded messages mention (user and
+assistant text, call arguments) that the history before the last {WINDOW} messages holds and
+those {WINDOW} messages and the system prompt do not; kept = the needs the returned context holds
+(case-folded substring; an overflow keeps nothing); recall = kept / needs; overflows = calls
+failing with context/overflow (all calls); prefix rewrites = calls whose context does not extend
+the previous one's; billed = uncached-token equivalents (the repeated prefix at 0.1, the rest and
+the summariser's tokens at 1)."""
+
+
+def measure(sessions: list[Session], budget_name: str, mode_names: list[str]) -> list[dict[str, Any]]:
+    """One row per mode at one budget, summed over ``sessions``."""
+    window, output = budget(budget_name) or ("", 0)
+    pressure = {s.name: pressure_calls(s, window, output) for s in sessions}
+    rows = []
+    for name in mode_names:
+        chosen = mode(name)
+        assert chosen is not None
+        observer = RecallObserver(pressure)
+        bill, overflows, rewrites, calls = Bill(), 0, 0, 0
+        for session in sessions:
+            stats = replay(session, window, chosen, max_output_tokens=output, observer=observer)
+            bill.merge(stats.bill)
+            overflows += stats.overflows
+            rewrites += stats.cache_busts
+            calls += stats.calls
+        rows.append(_row(budget_name, name, observer.recall, calls, overflows, rewrites, bill))
+    return rows
+
+
+def _row(budget_name: str, name: str, recall: Recall, calls: int, overflows: int, rewrites: int,
+         bill: Bill) -> dict[str, Any]:
+    return {"budget": budget_name, "mode": name, "calls": calls,
+            "pressure_calls": recall.pressure_calls, "needs": recall.needs, "kept": recall.kept,
+            "recall": recall.share, "overflows": overflows, "prefix_rewrites": rewrites,
+            "billed_auto": bill.automatic, "billed_anthropic": bill.anthropic,
+            "missing": recall.missing.most_common()}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    cells = [(r["mode"], str(r["pressure_calls"]), str(r["needs"]), str(r["kept"]),
+              "-" if r["recall"] is None else f"{100 * r['recall']:.1f}%", str(r["overflows"]),
+              str(r["prefix_rewrites"]), f"{r['billed_auto'] / 1e6:.2f} M") for r in rows]
+    return markdown(cells, COLUMNS, text_columns=(0,))
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.recall", description=__doc__)
+    parser.add_argument("--data", type=Path,
+                        help="read recorded sessions (*.json, *.json.gz) from this directory")
+    parser.add_argument("--sessions", help="comma-separated session names (default: every one)")
+    parser.add_argument("--budgets", help="comma-separated WINDOW/OUTPUT, e.g. 16k/2k "
+                        f"(default {','.join(DEFAULT_BUDGETS)})")
+    parser.add_argument("--modes", help="comma-separated, of " + ",".join(m.name for m in MODES)
+                        + " or any mode of bench.replay (default: the former)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"one generated session ({QUICK_SESSION}), 16k/2k, modes "
+                        + ",".join(QUICK_MODES) + " (a smoke run)")
+    parser.add_argument("--json", type=Path, help="also write the rows (with every missed entity) here")
+    parser.add_argument("--missing", type=int, default=0, metavar="N",
+                        help="print the N most often missed entities of each row")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    if args.data is not None and not args.data.is_dir():
+        print(f"no such directory: {args.data}", file=sys.stderr)
+        return 2
+    sessions = shipped_sessions(args.data) if args.data else shipped_sessions()
+    wanted = args.sessions or (QUICK_SESSION if args.quick and not args.data else None)
+    if wanted:
+        names = [s.strip() for s in wanted.split(",") if s.strip()]
+        known = {s.name: s for s in sessions}
+        missing = [name for name in names if name not in known]
+        if missing:
+            print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+            return 2
+        sessions = [known[name] for name in names]
+    if not sessions:
+        print("no recorded sessions (*.json, *.json.gz) found", file=sys.stderr)
+        return 2
+    budgets = _names(args.budgets, ("16k/2k",) if args.quick else DEFAULT_BUDGETS)
+    modes = _names(args.modes, QUICK_MODES if args.quick else tuple(m.name for m in MODES))
+    unknown = [b for b in budgets if budget(b) is None] + [m for m in modes if mode(m) is None]
+    if unknown:
+        print(f"unknown budget(s) or mode(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    rows: list[dict[str, Any]] = []
+    for budget_name in budgets:
+        measured = measure(sessions, budget_name, modes)
+        rows.extend(measured)
+        print(f"### {budget_name} ({len(sessions)} sessions)\n")
+        print(table(measured))
+        for row in measured[:] if args.missing else ():
+            top = ", ".join(f"{entity} ({count})" for entity, count in row["missing"][:args.missing])
+            print(f"\nmissed by {row['mode']}: {top or '-'}")
+        print()
+    print(LEGEND)
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+def _names(given: str | None, default: tuple[str, ...]) -> list[str]:
+    return [n.strip() for n in (given or ",".join(default)).split(",") if n.strip()]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,42 @@
+"""The modes and budgets the recall benchmark replays (extend :data:`MODES` to add one)."""
+
+from __future__ import annotations
+
+import re
+
+from bench.replay.replay import BUDGETS, MODES_BY_NAME, Mode
+
+# Every configuration of the replay's modes can be asked for by name too (``--modes``).
+MODES: list[Mode] = [
+    MODES_BY_NAME["summariser"],
+    MODES_BY_NAME["summariser+check"],
+    MODES_BY_NAME["none+extractive"],
+    MODES_BY_NAME["none+drop_oldest"],
+    Mode("summariser+retention", True, {"anchor_messages": 1, "summary_check": "append",
+                                        "summarizer_fallback": "extractive", "reduce_to": 0.6,
+                                        "overflow_fallback": "drop_oldest"}),
+    MODES_BY_NAME["none"],
+    MODES_BY_NAME["summariser+anchor+check"],
+    MODES_BY_NAME["summariser+reduce"],
+    MODES_BY_NAME["none+drop_oldest+reduce"],
+]
+QUICK_MODES = ("summariser", "none+drop_oldest")
+
+DEFAULT_BUDGETS = ("16k/2k", "32k/4k")
+_PAIR = re.compile(r"^(\d+k)/(\d+)k$")
+
+
+def mode(name: str) -> Mode | None:
+    """A mode of :data:`MODES`, else of the replay's, else ``None``."""
+    for candidate in MODES:
+        if candidate.name == name:
+            return candidate
+    return MODES_BY_NAME.get(name)
+
+
+def budget(name: str) -> tuple[str, int] | None:
+    """``WINDOW/OUTPUT`` (``16k/2k``: a window of the replay's budgets, output in thousands)."""
+    match = _PAIR.match(name)
+    if match is None or match.group(1) not in BUDGETS:
+        return None
+    return match.group(1), int(match.group(2)) * 1000
