@@ -57,6 +57,7 @@ CLEARED = "cleared"
 RESULT_HEAD_CHARS = 8000
 RESULT_TAIL_CHARS = 2000
 COMMAND_CHARS = 2000
+CODE_CHARS = 8000
 ERROR_LINE_CHARS = 120
 SHORT_VALUE_CHARS = 64
 MAX_RESULT_PATHS = 40
@@ -167,19 +168,22 @@ def _code_like(name: str, called: bool) -> bool:
     """An identifier that carries a mark of code, so prose words are left out."""
     if len(name) < 3:
         return False
+    if "." in name:
+        return all(len(part) >= 2 for part in name.split(".")) and not _is_path(name)
     core = name.strip("_")
     if not core:
         return False
-    if "." in name:
-        return all(len(part) >= 2 for part in name.split("."))
     if called or "_" in core:
         return True
     # An inner capital after a lower-case letter (camelCase, PascalCase with two words).
-    return any(a.islower() and b.isupper() for a, b in zip(core, core[1:]))
+    rest = core[1:]
+    return rest != rest.lower() and rest != rest.upper() \
+        and any(a.islower() and b.isupper() for a, b in zip(core, rest))
 
 
 def symbols_in(text: str) -> Iterator[str]:
     """Code symbols a text names: backticked identifiers and marked identifiers, in order."""
+    text = _URL.sub(" ", text)  # a host name is not a symbol
     for match in _BACKTICK.finditer(text):
         span = match.group(1).strip()
         if span.endswith("()"):
@@ -187,11 +191,16 @@ def symbols_in(text: str) -> Iterator[str]:
         if span and " " not in span and _IDENT.fullmatch(span) and len(span) >= 3 \
                 and not _is_path(span) and span not in _KEYWORDS:
             yield span
+    seen: set[str] = set()
     for match in _IDENT.finditer(text):
-        name = match.group().rstrip("(")
-        if _is_path(name) or name[:1].isdigit():
+        name = match.group()
+        if name in seen:
             continue
-        if _code_like(name, match.group(1) is not None):
+        seen.add(name)
+        called = name.endswith("(")
+        if called:
+            name = name[:-1]
+        if _code_like(name, called):
             yield name
 
 
@@ -438,6 +447,9 @@ def _call(walk: _Walk, index: int, block: dict[str, Any]) -> None:
             walk.file(path, action, index)
         for symbol in parsed.symbols:
             walk.add(SYMBOL, symbol, "", index)
+        # The code the command carries (a script it writes, "python -c"): its marked names.
+        for symbol in symbols_in(command[:CODE_CHARS]):
+            walk.add(SYMBOL, symbol, "", index)
         for url in urls_in(command):
             walk.add(URL, url, "", index)
         subject = parsed.subject
@@ -454,6 +466,9 @@ def _call(walk: _Walk, index: int, block: dict[str, Any]) -> None:
                 walk.add(URL, url, "", index)
             for name in _DEFINITION.findall(value):
                 walk.add(SYMBOL, name, "", index)
+            if "\n" in value or len(value) > SHORT_VALUE_CHARS:
+                for name in symbols_in(value[:CODE_CHARS]):
+                    walk.add(SYMBOL, name, "", index)
             single = value.strip()
             if _is_path_key(key) or (" " not in single and "\n" not in single and clean_path(single)):
                 path = clean_path(single)

@@ -55,6 +55,8 @@ SYMBOLS_PREFIX = "Symbols: "
 
 # Render order, which is also the order in which the kinds take turns.
 KINDS = (FILE, SYMBOL, ERROR, SEEN, URL, COMMAND)
+# Entries a kind takes per turn: symbols are the most numerous and the most often needed again.
+TURNS = {FILE: 1, SYMBOL: 2, ERROR: 1, SEEN: 1, URL: 1, COMMAND: 1}
 LABELS = {FILE: "Files:", SEEN: "Paths seen:", ERROR: "Errors:", URL: "URLs:", COMMAND: "Commands:"}
 _KIND_OF_LABEL = {label: kind for kind, label in LABELS.items()}
 _DETAIL = re.compile(r"^(.*) \(([^()]*)\)$")
@@ -149,11 +151,23 @@ def collect(head: Sequence[Message], carried: Sequence[Entry]) -> list[Entry]:
         entry.count += 1
         entry.score = sighting.position
         entry.detail = _detail(sighting, entry.detail)
-    # A path acted on is listed under files only.
+    # A path acted on is listed under files only (also when written relative to another
+    # directory); an error name is listed under errors only.
     files = {key for kind, key in entries if kind == FILE}
+    suffixes = {key[key.index("/") + 1:] for key in files if "/" in key}
+    tails = set()
+    for key in suffixes:
+        while True:
+            tails.add(key)
+            if "/" not in key:
+                break
+            key = key[key.index("/") + 1:]
+    errors = {key for kind, key in entries if kind == ERROR}
     result = []
     for entry in entries.values():
-        if entry.kind == SEEN and entry.key in files:
+        if entry.kind == SEEN and (entry.key in files or "/" in entry.key and entry.key in tails):
+            continue
+        if entry.kind == SYMBOL and entry.key in errors:
             continue
         if entry.score >= 0:
             entry.score += FREQUENCY_WEIGHT * min(entry.count - 1, FREQUENCY_CAP)
@@ -203,6 +217,13 @@ def _eligible(entry: Entry, summary: str) -> bool:
     return not _present(entry.key, summary)
 
 
+def _cost(entry: Entry, first: bool, estimator: Estimator) -> int:
+    """An upper bound of what the entry adds (with its kind's label when it is the first)."""
+    if entry.kind == SYMBOL:
+        return estimator.text(entry.key + ", ") + (estimator.text(SYMBOLS_PREFIX) + 1 if first else 0)
+    return estimator.text(_line(entry)) + 1 + (estimator.text(LABELS[entry.kind]) + 1 if first else 0)
+
+
 def render(entries: Sequence[Entry], summary: str, budget: int, estimator: Estimator) -> str:
     """The section of the entries that fit ``budget`` tokens; ``""`` when none does."""
     ranked = {kind: sorted((e for e in entries if e.kind == kind and _eligible(e, summary)),
@@ -215,19 +236,20 @@ def render(entries: Sequence[Entry], summary: str, budget: int, estimator: Estim
     while open_kinds:
         still_open = []
         for kind in open_kinds:
-            entry = ranked[kind][cursor[kind]]
-            if kind == SYMBOL:
-                cost = estimator.text(entry.key + ", ") + (estimator.text(SYMBOLS_PREFIX) + 1
-                                                         if not chosen[kind] else 0)
-            else:
-                cost = estimator.text(_line(entry)) + 1 + (estimator.text(LABELS[kind]) + 1
-                                                         if not chosen[kind] else 0)
-            if spent + cost > budget:
-                continue  # this kind is done: its later entries rank lower
-            spent += cost
-            chosen[kind].append(entry)
-            cursor[kind] += 1
-            if cursor[kind] < len(ranked[kind]):
+            done = False
+            for _turn in range(TURNS[kind]):
+                entry = ranked[kind][cursor[kind]]
+                cost = _cost(entry, not chosen[kind], estimator)
+                if spent + cost > budget:
+                    done = True  # this kind is done: its later entries rank lower
+                    break
+                spent += cost
+                chosen[kind].append(entry)
+                cursor[kind] += 1
+                if cursor[kind] == len(ranked[kind]):
+                    done = True
+                    break
+            if not done:
                 still_open.append(kind)
         open_kinds = still_open
     lines = [HEADING]
