@@ -47,7 +47,7 @@ Message = dict[str, Any]
 
 HEADING = "## Working set"
 # The section's share (1/n) of the summary budget.
-SHARE_DIVISOR = 3
+SHARE_DIVISOR = 2
 FREQUENCY_WEIGHT = 2
 FREQUENCY_CAP = 5
 RECUR = 2
