@@ -227,10 +227,30 @@ def test_extractive_summaries_leave_the_section_its_share():
     # nothing to add, so there is none.
     assert split_section(out["summary"]) == (out["summary"], "")
     assert "## Relevant Files\n- src/parse.py\n- src/mod0.py" in out["summary"]
-    # The summary itself kept to the budget less the section's share.
+    # With no section, the extractive summary keeps the whole summary budget.
     plain = call("context::compact", {"messages": session(), "model": MODEL},
                  config={"summarizer_fallback": "extractive"})
-    assert HEURISTIC.text(out["summary"]) < HEURISTIC.text(plain["summary"])
+    assert out["summary"] == plain["summary"]
+
+
+def test_the_extractive_summary_leaves_the_section_the_tokens_it_takes():
+    messages = session()
+    for i, message in enumerate(messages):
+        if message["role"] == "function_result":
+            message["content"] = [{"type": "text", "text": "x" * 1000 + f"\nsee lib/helper_{i}.py"}]
+    config = {"summarizer_fallback": "extractive"}
+    # A window whose summary budget (1,000 tokens) the extractive summary fills.
+    model = {"id": "m", "limits": {"context_window": 8000, "max_output_tokens": 1000}}
+    plain = call("context::compact", {"messages": messages, "model": model}, config=config)
+    out = call("context::compact", {"messages": messages, "model": model},
+               config={**config, "working_set": True})
+    body, section = split_section(out["summary"])
+    assert section.startswith("Paths seen:\n- lib/helper_")
+    # The same extractive summary, fitted to the budget less the section's tokens: it drops
+    # its oldest actions first.
+    assert HEURISTIC.text(body) < HEURISTIC.text(plain["summary"])
+    assert HEURISTIC.text(plain["summary"]) <= 1000
+    assert HEURISTIC.text(body) <= 1000 - HEURISTIC.text(HEADING + "\n" + section)
 
 
 # --- dropped history ------------------------------------------------------------------------

@@ -4,7 +4,8 @@ The summariser's reply (``summarize.summarize_head``); with ``summarizer_fallbac
 extractive summary instead when there is no summariser or it fails, times out or answers blank;
 then, with ``summary_check: append``, the retention check; then, with ``working_set: true``, the
 ``## Working set`` section (``working_set``): the summariser and the check see the previous summary
-without it, and the extractive summary leaves the section its share of the summary budget. With
+without it, and the extractive summary leaves the section the tokens it takes (up to its share)
+of the summary budget, measured against the extractive summary made with the whole budget. With
 these options at their defaults this is exactly ``summarize_head``.
 """
 
@@ -23,6 +24,7 @@ from context_manager.core.compaction.working_set import (
     section_budget,
     with_working_set,
     without_working_set,
+    working_set,
 )
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import Estimator, SummarizeError, Summarizer, SummarizerUnavailable
@@ -59,10 +61,8 @@ async def produce_summary(
     kind = LLM
     carried = previous_summary
     budget = summary_budget(input_budget)
-    text_budget = budget
     if config.working_set:
         previous_summary = without_working_set(previous_summary)
-        text_budget = budget - section_budget(budget)
     try:
         if summarizer is None:
             raise SummarizerUnavailable("no summariser is configured")
@@ -75,7 +75,13 @@ async def produce_summary(
         if not extractive_on:
             raise
         log.warning("summariser gave no summary (%s); using an extractive summary", exc)
-        text = extractive_summary(head, previous_summary, text_budget, estimator)
+        text = extractive_summary(head, previous_summary, budget, estimator)
+        if config.working_set:
+            # The section takes what it needs of its share; the extractive summary the rest.
+            section = working_set(head, carried, text, section_budget(budget), estimator)
+            if section:
+                text = extractive_summary(head, previous_summary,
+                                          budget - estimator.text(section), estimator)
         kind = EXTRACTIVE
     retained: int | None = None
     if config.summary_check == "append":
