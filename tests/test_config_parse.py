@@ -36,7 +36,7 @@ DEFAULTS_1_1_6 = {
 }
 EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "user_less_compaction": True,
                       "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none",
-                      "report_prefix": False, "reduce_to": 1.0, "summary_reuse": False,
+                      "working_set": False, "report_prefix": False, "reduce_to": 1.0, "summary_reuse": False,
                       "summary_placement": "system_prompt", "eager_compaction_at": None,
                       "retention": None,
                       "count_calibration": "off", "lease_store": "file", "session_store": "memory",
@@ -45,7 +45,7 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
 USIZE_KEYS = ["tail_turns", "decay_user_turns", "protected_user_turns", "max_output_chars", "anchor_messages"]
-BOOL_KEYS = ["allow_fallback_limits", "user_less_compaction", "report_prefix", "summary_reuse"]
+BOOL_KEYS = ["allow_fallback_limits", "user_less_compaction", "report_prefix", "summary_reuse", "working_set"]
 
 
 def parse_json(text: str) -> WorkerConfig:
@@ -240,6 +240,7 @@ def _without_description(prop: dict) -> dict:
     ("anchor_messages", {"default": 0, "format": "uint", "minimum": 0, "type": "integer"}),
     ("summary_check", {"default": "off", "enum": ["off", "append"], "type": "string"}),
     ("summarizer_fallback", {"default": "none", "enum": ["none", "extractive"], "type": "string"}),
+    ("working_set", {"default": False, "type": "boolean"}),
     ("report_prefix", {"default": False, "type": "boolean"}),
     ("reduce_to", {"default": 1.0, "exclusiveMinimum": 0, "maximum": 1, "type": "number"}),
     ("summary_reuse", {"default": False, "type": "boolean"}),
@@ -263,7 +264,7 @@ def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
                 {"anchor_messages": -1}, {"anchor_messages": 1.5}, {"summary_check": "on"},
                 {"summarizer_fallback": "llm"}, {"reduce_to": 0}, {"reduce_to": 0.0},
                 {"reduce_to": 1.5}, {"reduce_to": -0.5}, {"reduce_to": True}, {"reduce_to": "0.5"},
-                {"report_prefix": 1}, {"summary_reuse": "yes"}, {"summary_placement": "user"},
+                {"report_prefix": 1}, {"summary_reuse": "yes"}, {"working_set": 1}, {"working_set": "true"}, {"summary_placement": "user"},
                 {"eager_compaction_at": 0.0}, {"eager_compaction_at": 2}, {"eager_compaction_at": "0.8"},
                 {"count_calibration": "on"}, {"lease_store": "engine"}, {"session_store": "file"},
                 {"session_ttl_secs": 0}, {"session_ttl_secs": -1}, {"session_ttl_secs": 1.5},

@@ -111,6 +111,8 @@ def test_yaml_1_1_forms_are_strings_and_fail_typed_keys(text):
     ("summary_check: off", "summary_check", "off"),
     ("summary_check: append", "summary_check", "append"),
     ("summarizer_fallback: extractive", "summarizer_fallback", "extractive"),
+    ("working_set: true", "working_set", True),
+    ("working_set: false", "working_set", False),
     ("anchor_messages: 1", "anchor_messages", 1),
     ("count_calibration: usage", "count_calibration", "usage"),
     ("count_calibration: off", "count_calibration", "off"),

@@ -93,7 +93,10 @@ def _check_assemble(response: dict, payload: dict) -> None:
         assert compacts[0]["index"] < applied["tail_start_index"]
     drops = by_pass.get("drop", [])
     assert len(drops) == applied.get("dropped_messages", 0)
-    assert all(e["tokens_after"] == 0 for e in drops)
+    # Only the first drop of a range that left a working-set note stands for something: the note.
+    assert all(e["tokens_after"] == 0 for e in drops[1:])
+    assert [e["tokens_after"] for e in drops[:1]] == (
+        [applied.get("working_set_note_tokens", 0)] if drops else [])
     ranges = [i for start, end in applied.get("dropped_ranges", []) for i in range(start, end)]
     assert [e["index"] for e in drops] == [i for i in ranges if payload["messages"][i]["role"] != "custom"]
     _check_retention(by_pass.get("retention", []), applied.get("warnings", []), payload)
@@ -134,15 +137,17 @@ def _check_retention(entries: list[dict], warnings: list[dict], payload: dict) -
 @settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=_specs, window=st.integers(2000, 40000), cap=st.sampled_from([None, 0, 500, 3000]),
        allow_prune=st.booleans(), allow_compaction=st.booleans(), drop=st.booleans(),
-       summary=st.sampled_from([None, "S", "a longer summary " * 20]), min_free=st.sampled_from([1, 2000]))
+       summary=st.sampled_from([None, "S", "a longer summary " * 20]), min_free=st.sampled_from([1, 2000]),
+       working_set=st.booleans())
 def test_explain_entries_sum_to_the_reported_totals(lease_dir, specs, window, cap, allow_prune,
-                                                     allow_compaction, drop, summary, min_free):
+                                                     allow_compaction, drop, summary, min_free, working_set):
     history = _history(specs)
     options = {"allow_prune": allow_prune, "allow_compaction": allow_compaction, "tail_turns": 1}
     if cap is not None:
         options["max_result_tokens"] = cap
     config = {"lease_dir": lease_dir, "protect_recent_tokens": 1500, "min_free_tokens": min_free,
-              "protected_user_turns": 1, "overflow_fallback": "drop_oldest" if drop else "error"}
+              "protected_user_turns": 1, "overflow_fallback": "drop_oldest" if drop else "error",
+              "working_set": working_set}
     summarizer = (lambda system, user, model: summary) if summary is not None else None
     model = {"id": "m", "limits": {"context_window": window, "max_output_tokens": window // 8}}
     plain = _answer({"messages": history, "model": model, "options": options}, config, summarizer)

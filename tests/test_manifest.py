@@ -51,7 +51,8 @@ EXPECTED = """{
     "summary_placement": "system_prompt",
     "summary_reuse": false,
     "tail_turns": 2,
-    "user_less_compaction": true
+    "user_less_compaction": true,
+    "working_set": false
   },
   "supported_targets": [
     "x86_64-unknown-linux-gnu",

@@ -32,6 +32,7 @@ ADDED_ANCHOR_TOKENS = "/response_schema/definitions/Applied/properties/anchor_to
 ADDED_RETAINED_ITEMS = "/response_schema/definitions/Applied/properties/retained_items"
 ADDED_SUMMARY_KIND = "/response_schema/definitions/Applied/properties/summary_kind"
 ADDED_WARNINGS = "/response_schema/definitions/Applied/properties/warnings"
+ADDED_NOTE_TOKENS = "/response_schema/definitions/Applied/properties/working_set_note_tokens"
 ADDED_WARNING_DEFINITION = "/response_schema/definitions/RetentionWarning"
 ADDED_ANCHOR_OPTION = "/request_schema/definitions/AssembleOptions/properties/anchor_messages"
 ADDED_COMPACT_RETAINED = "/response_schema/oneOf/0/properties/retained_items"
@@ -47,7 +48,8 @@ ADDED_PRUNE_ACTIONS = "/response_schema/properties/actions"
 ADDED_CALIBRATION = "/response_schema/definitions/AssembleBreakdown/properties/calibration"
 ADDED_COUNT_CALIBRATION = "/response_schema/properties/calibration"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
-                      ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_WARNING_DEFINITION,
+                      ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_NOTE_TOKENS,
+                      ADDED_WARNING_DEFINITION,
                       *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION,
                       ADDED_CALIBRATION, ADDED_PREVIEW_OPTION]
 COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]

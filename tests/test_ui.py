@@ -36,7 +36,7 @@ KEYS_1_1_6 = [
     "lease_ttl_secs", "summarizer_timeout_ms", "lease_dir",
 ]
 EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
-                  "anchor_messages", "summary_check", "summarizer_fallback",
+                  "anchor_messages", "summary_check", "summarizer_fallback", "working_set",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
                   "eager_compaction_at", "retention", "count_calibration", "lease_store",
                   "session_store", "session_ttl_secs"]
@@ -196,7 +196,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir", "lease_store", "session_store",
                      "session_ttl_secs"]),
         ("Overflow and counting", ["overflow_fallback", "estimator", "count_calibration", "user_less_compaction"]),
-        ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback"]),
+        ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback", "working_set"]),
         ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "summary_reuse",
                                    "summary_placement"]),
         ("Retention policy", ["retention"]),
@@ -228,7 +228,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     switches = {k: c["checked"] for k, c in controls.items() if c["type"] == "Switch"}
     assert switches == {"allow_fallback_limits": True, "overflow_fallback": False, "estimator": False,
                         "user_less_compaction": True, "summary_check": False, "summarizer_fallback": False,
-                        "report_prefix": False, "summary_reuse": False, "summary_placement": False,
+                        "working_set": False, "report_prefix": False, "summary_reuse": False, "summary_placement": False,
                         "count_calibration": False, "lease_store": False, "session_store": False}
     assert result["alert"] is None
     assert result["proposals"] == []
@@ -262,6 +262,8 @@ def test_form_editing_rules(tmp_path, node_available):
         {"value": {"summary_check": "append"}, "edit": {"key": "summary_check", "checked": False}},
         {"value": {}, "edit": {"key": "summarizer_fallback", "checked": True}},
         {"value": {"summarizer_fallback": "extractive"}, "edit": {"key": "summarizer_fallback", "checked": False}},
+        {"value": {}, "edit": {"key": "working_set", "checked": True}},
+        {"value": {"working_set": True}, "edit": {"key": "working_set", "checked": False}},
         {"value": {}, "edit": {"key": "reduce_to", "raw": "0.6"}},
         {"value": {}, "edit": {"key": "reduce_to", "raw": "0"}},
         {"value": {}, "edit": {"key": "reduce_to", "raw": "1.5"}},
@@ -303,6 +305,8 @@ def test_form_editing_rules(tmp_path, node_available):
         [{"summary_check": "off"}],
         [{"summarizer_fallback": "extractive"}],
         [{"summarizer_fallback": "none"}],
+        [{"working_set": True}],
+        [{"working_set": False}],
         [{"reduce_to": 0.6}],
         [],
         [],

@@ -61,6 +61,7 @@ SWITCHES = {
     "user_less_compaction": (True, False),
     "summary_check": ("append", "off"),
     "summarizer_fallback": ("extractive", "none"),
+    "working_set": (True, False),
     "report_prefix": (True, False),
     "summary_reuse": (True, False),
     "summary_placement": ("message", "system_prompt"),

@@ -22,6 +22,18 @@ MODES: list[Mode] = [
     MODES_BY_NAME["summariser+anchor+check"],
     MODES_BY_NAME["summariser+reduce"],
     MODES_BY_NAME["none+drop_oldest+reduce"],
+    # working_set: true beside the mode it extends.
+    Mode("summariser+working_set", True, {"working_set": True}),
+    Mode("summariser+check+working_set", True, {"summary_check": "append", "working_set": True}),
+    Mode("none+extractive+working_set", False, {"summarizer_fallback": "extractive", "working_set": True}),
+    Mode("none+drop_oldest+working_set", False, {"overflow_fallback": "drop_oldest", "working_set": True}),
+    Mode("none+drop_oldest+reduce+working_set", False, {"overflow_fallback": "drop_oldest",
+                                                        "reduce_to": 0.6, "working_set": True}),
+    Mode("summariser+retention+working_set", True, {"anchor_messages": 1, "summary_check": "append",
+                                                    "summarizer_fallback": "extractive",
+                                                    "reduce_to": 0.6,
+                                                    "overflow_fallback": "drop_oldest",
+                                                    "working_set": True}),
 ]
 QUICK_MODES = ("summariser", "none+drop_oldest")
 

@@ -33,6 +33,7 @@ CARRYING = "Summary: so far.\n\n## Retained details\n- Fix src/app.py\n  and its
 retention = st.fixed_dictionaries({
     "summary_check": st.sampled_from(["off", "append"]),
     "summarizer_fallback": st.sampled_from(["none", "extractive"]),
+    "working_set": st.booleans(),
     "overflow_fallback": st.sampled_from(["error", "drop_oldest"]),
 })
 

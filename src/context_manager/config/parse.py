@@ -102,6 +102,7 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "anchor_messages": _usize,
     "summary_check": t.enum_of(SUMMARY_CHECKS),
     "summarizer_fallback": t.enum_of(SUMMARIZER_FALLBACKS),
+    "working_set": _boolean,
     "report_prefix": _boolean,
     "reduce_to": _fraction,
     "summary_reuse": _boolean,

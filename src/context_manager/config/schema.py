@@ -121,6 +121,13 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
         "\"extractive\": when compaction has no summariser or the summariser fails, build the "
         "summary from the head deterministically; \"none\" skips compaction instead.",
     ),
+    "working_set": (
+        {"type": "boolean"},
+        "Append a \"## Working set\" section to every summary (the files acted on and their last "
+        "action, paths results surfaced, code symbols, errors and whether they cleared, recurring "
+        "URLs and commands), carried forward by later summaries; with drop_oldest, the dropped "
+        "history leaves a short note of its working set in its place.",
+    ),
     "report_prefix": (
         {"type": "boolean"},
         "Report applied.cache_break_index (the first returned message that differs from the "

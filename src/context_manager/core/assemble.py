@@ -20,6 +20,8 @@ a from-scratch count of what would be returned):
    becomes a message after the anchor instead of a system prompt section;
 8. emergency reduction, when still over budget;
 9. with ``overflow_fallback: drop_oldest`` only, dropping the oldest turns/rounds (``core.drop_oldest``);
+   with ``working_set: true`` the dropped messages leave a note of their working set in their
+   place (``core.compaction.working_set.dropped_note``), reported as ``applied.working_set_note_tokens``;
 10. ``context/overflow`` when still over budget, else the response (with ``report_prefix``, its
     cache-break report, ``core.prefix``).
 
@@ -64,11 +66,12 @@ from math import floor
 from typing import Any, Protocol
 
 from context_manager.core.anchor import anchor_length
-from context_manager.core.budget import default_reserved, usable_budget
+from context_manager.core.budget import default_reserved, summary_budget, usable_budget
 from context_manager.core.carried_anchor import restore, split_summary, with_anchor
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.compaction.recall import recall, remember, with_round_trip
+from context_manager.core.compaction.working_set import dropped_note, section_budget
 from context_manager.core.counting.calibration import (
     Calibration,
     InputDigests,
@@ -79,7 +82,7 @@ from context_manager.core.counting.calibration import (
 from context_manager.core.counting.estimate import by_role, estimator_for_call, message_sizes, tools_tokens
 from context_manager.core.explain import Explanation
 from context_manager.core.passes.cap import cap_results
-from context_manager.core.passes.drop_oldest import drop_oldest
+from context_manager.core.passes.drop_oldest import NoteMaker, drop_oldest
 from context_manager.core.passes.emergency import emergency_reduce
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.passes.prune import PruneParams, prune
@@ -490,7 +493,8 @@ def _fit(
     if state.total() > budget:
         _emergency_pass(state, state.total() - budget, step, estimator, applied)
     if state.total() > budget and config.overflow_fallback == "drop_oldest":
-        dropped_ranges = _drop_oldest_pass(state, state.total() - budget, step, applied, log)
+        note = _note_maker(budget, estimator) if config.working_set else None
+        dropped_ranges = _drop_oldest_pass(state, state.total() - budget, step, applied, log, note)
         if config.retention is not None:
             warnings.extend({"code": "history_dropped", "dropped": count, "start": start, "end": end}
                             for count, start, end in dropped_ranges)
@@ -661,23 +665,38 @@ def _rewrites_earlier_history(before: list[Message], after: list[Message]) -> bo
     return any(old is not new for old, new in zip(before[:newest], after[:newest]))
 
 
+def _note_maker(budget: int, estimator: Estimator) -> NoteMaker:
+    """``working_set``: the note of a dropped range, its section within the share of the summary
+    budget a summary's working set may take."""
+    share = section_budget(summary_budget(budget))
+
+    def make(dropped: list[Message]) -> tuple[Message, int] | None:
+        note = dropped_note(dropped, None, share, estimator)
+        return None if note is None else (note, estimator.message(note))
+
+    return make
+
+
 def _drop_oldest_pass(
-    state: _Context, excess: int, step: int, applied: dict[str, Any], log: logging.Logger
+    state: _Context, excess: int, step: int, applied: dict[str, Any], log: logging.Logger,
+    note: NoteMaker | None = None,
 ) -> list[tuple[int, int, int]]:
     """Drop the oldest units; returns (model-facing messages dropped, start, end) per range."""
-    dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess, step)
+    dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, excess, step, note)
     if not dropped.dropped_messages:
         return []
     if state.explanation is not None:
-        kept = set(dropped.view_to_orig)
+        kept = {orig for i, orig in enumerate(dropped.view_to_orig) if i != dropped.note_index}
         state.explanation.drop([(orig, size) for orig, size in zip(state.view_to_orig, state.sizes)
-                                if orig not in kept])
+                                if orig not in kept], dropped.note_size)
     before = state.view_to_orig
     state.view, state.sizes = dropped.messages, dropped.sizes
     state.view_to_orig = dropped.view_to_orig
     state._function_ids = None
     applied["dropped_messages"] = dropped.dropped_messages
     applied["dropped_ranges"] = dropped.dropped_ranges
+    if dropped.note_index is not None:
+        applied["working_set_note_tokens"] = applied.get("working_set_note_tokens", 0) + dropped.note_size
     log.warning(
         "assemble: over budget after every pass; dropped the %d oldest message(s) %s",
         dropped.dropped_messages,

@@ -12,7 +12,8 @@ those totals exactly:
 * ``emergency``: the host message's estimate before and after one reference replaced a result;
 * ``compact``: the summarised head's tokens (``applied.tokens_before``) and the summary's own
   estimate;
-* ``drop``: the message's estimate and 0; the entries count ``dropped_messages``;
+* ``drop``: the message's estimate and 0 (the first one of a drop that left a ``working_set``
+  note: the note's estimate); the entries count ``dropped_messages``;
 * ``retention``: one entry per rewrite the policy accepted (a message may take several: each
   cut call or result, its prose, its reasoning, its images), with ``code``, the warning it is
   charged to, and ``function_id`` for a ``truncated`` one: the message's estimate before and
@@ -103,10 +104,11 @@ class Explanation:
     def compact(self, first_index: int, head_tokens: int, summary_tokens: int) -> None:
         self._entries.append(action("compact", first_index, None, head_tokens, summary_tokens))
 
-    def drop(self, dropped: Sequence[tuple[int, int]]) -> None:
-        """``dropped``: (request index, estimate) of every message dropped."""
-        for index, size in dropped:
-            self._entries.append(action("drop", index, None, size, 0))
+    def drop(self, dropped: Sequence[tuple[int, int]], note: int = 0) -> None:
+        """``dropped``: (request index, estimate) of every message dropped; ``note``: the size of
+        the ``working_set`` note that stands where the first of them was."""
+        for k, (index, size) in enumerate(dropped):
+            self._entries.append(action("drop", index, None, size, note if k == 0 else 0))
 
     def actions(self) -> list[Action]:
         # A stable sort: a message's own entries stay in pass order.

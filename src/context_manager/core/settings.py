@@ -42,6 +42,7 @@ class WorkerConfig:
     anchor_messages: int = 0
     summary_check: SummaryCheck = "off"
     summarizer_fallback: SummarizerFallback = "none"
+    working_set: bool = False
     # Cache-aware reduction (README "Cache-aware reduction"); the defaults leave every answer
     # unchanged. ``reduce_to`` is a fraction of ``usable`` in (0, 1].
     report_prefix: bool = False

@@ -34,6 +34,7 @@ DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Applied/properties/retained_items"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/summary_kind"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/warnings"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/working_set_note_tokens"),
     ("context::assemble", "/response_schema/definitions/RetentionWarning"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/cache_break_index"),
     ("context::assemble", "/response_schema/definitions/Applied/properties/system_prompt_changed"),

@@ -171,6 +171,14 @@ const RETENTION_SWITCHES = [
     fallbackText: 'off (none)',
     ...choice('extractive', 'none'),
   },
+  {
+    key: 'working_set',
+    label: 'Keep the working set',
+    help: 'Every summary lists the files, symbols, errors, URLs and commands the agent worked with; dropped history leaves a note of them.',
+    fallbackText: 'off',
+    isOn: (v) => v === true,
+    valueFor: (on) => on,
+  },
 ]
 
 // The retention policy: a JSON editor checked here as strictly as the worker parses it, so only a

@@ -2,8 +2,11 @@
 
 The summariser's reply (``summarize.summarize_head``); with ``summarizer_fallback: extractive`` an
 extractive summary instead when there is no summariser or it fails, times out or answers blank;
-then, with ``summary_check: append``, the retention check. With both options at their defaults
-this is exactly ``summarize_head``.
+then, with ``summary_check: append``, the retention check; then, with ``working_set: true``, the
+``## Working set`` section (``working_set``): the summariser and the check see the previous summary
+without it, and the extractive summary leaves the section the tokens it takes (up to its share)
+of the summary budget, measured against the extractive summary made with the whole budget. With
+these options at their defaults this is exactly ``summarize_head``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ from context_manager.core.budget import summary_budget
 from context_manager.core.compaction.extractive import extractive_summary
 from context_manager.core.compaction.retention_check import check_summary
 from context_manager.core.compaction.summarize import summarize_head
+from context_manager.core.compaction.working_set import (
+    section_budget,
+    with_working_set,
+    without_working_set,
+    working_set,
+)
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import Estimator, SummarizeError, Summarizer, SummarizerUnavailable
 from context_manager.wire.decode import ModelInput
@@ -50,6 +59,10 @@ async def produce_summary(
     with ``estimator`` (the calling function's)."""
     extractive_on = config.summarizer_fallback == EXTRACTIVE
     kind = LLM
+    carried = previous_summary
+    budget = summary_budget(input_budget)
+    if config.working_set:
+        previous_summary = without_working_set(previous_summary)
     try:
         if summarizer is None:
             raise SummarizerUnavailable("no summariser is configured")
@@ -62,10 +75,18 @@ async def produce_summary(
         if not extractive_on:
             raise
         log.warning("summariser gave no summary (%s); using an extractive summary", exc)
-        text = extractive_summary(head, previous_summary, summary_budget(input_budget), estimator)
+        text = extractive_summary(head, previous_summary, budget, estimator)
+        if config.working_set:
+            # The section takes what it needs of its share; the extractive summary the rest.
+            section = working_set(head, carried, text, section_budget(budget), estimator)
+            if section:
+                text = extractive_summary(head, previous_summary,
+                                          budget - estimator.text(section), estimator)
         kind = EXTRACTIVE
     retained: int | None = None
     if config.summary_check == "append":
         text, retained = check_summary(
-            text, head, previous_summary, summary_budget(input_budget), estimator)
+            text, head, previous_summary, budget, estimator)
+    if config.working_set:
+        text = with_working_set(text, head, carried, section_budget(budget), estimator)
     return ProducedSummary(text, kind if extractive_on else None, retained)

@@ -16,10 +16,17 @@ without a user message the newest unit stays, so the list is never emptied.
 With a ``step`` (``reduce_to`` below 1, ``core.passes.steps``) the units dropped are the first
 ones up to a grid point of the droppable units' tokens, counted from the oldest: consecutive
 calls on a growing history drop the same units until the rest no longer fits.
+
+With a ``note`` (``working_set: true``) the dropped messages leave one message in their place,
+where the first of them stood: the note is part of what must fit, so units are dropped until the
+freed tokens cover the excess and the note's size (recomputed as the dropped set grows); when no
+number of units makes room for it, the drop happens without a note. A note is a whole message
+between units, so no call is split from its result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +34,10 @@ from context_manager.core.passes.steps import grid_cut
 from context_manager.wire.messages import calls_answered, calls_made
 
 Message = dict[str, Any]
+# The note of a dropped range: (message, its size) for the dropped messages, or None.
+NoteMaker = Callable[[list[Message]], "tuple[Message, int] | None"]
+# Growing the dropped set for a note converges in a step or two; this bounds the search.
+NOTE_ROUNDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +47,9 @@ class DropResult:
     view_to_orig: list[int]
     dropped_messages: int
     dropped_ranges: list[list[int]]  # [start, end) request indices, ascending
+    # The note left in place of the dropped messages: its index in ``messages`` and size.
+    note_index: int | None = None
+    note_size: int = 0
 
 
 def units(view: list[Message]) -> tuple[list[tuple[int, int]], int | None]:
@@ -81,23 +95,56 @@ def units(view: list[Message]) -> tuple[list[tuple[int, int]], int | None]:
     return spans, kept
 
 
-def drop_oldest(view: list[Message], sizes: list[int], view_to_orig: list[int],
-                excess: int, step: int = 0) -> DropResult:
-    """Drop the oldest units until at least ``excess`` tokens are gone (or nothing is left to drop);
-    with ``step > 0``, up to the first grid point that frees that much."""
-    spans, kept = units(view)
-    droppable = [span for k, span in enumerate(spans) if k != kept]
+def _count(droppable: list[tuple[int, int]], sizes: list[int], excess: int, step: int) -> int:
+    """How many of the oldest droppable units go to free ``excess`` tokens."""
     if step > 0:
         removable = [0]
         for start, end in droppable:
             removable.append(removable[-1] + sum(sizes[start:end]))
-        count = grid_cut(removable, excess, step)
+        return grid_cut(removable, excess, step)
+    count, freed = 0, 0
+    while count < len(droppable) and freed < excess:
+        start, end = droppable[count]
+        freed += sum(sizes[start:end])
+        count += 1
+    return count
+
+
+def _noted(view: list[Message], sizes: list[int], droppable: list[tuple[int, int]], excess: int,
+           step: int, note: NoteMaker) -> tuple[int, tuple[Message, int] | None]:
+    """The units to drop and the note that fits with them; (count for ``excess``, None) when
+    no count makes room for a note."""
+    plain = _count(droppable, sizes, excess, step)
+    extra = 0
+    for _round in range(NOTE_ROUNDS):
+        count = _count(droppable, sizes, excess + extra, step)
+        if count == 0:
+            break
+        gone = [view[i] for start, end in droppable[:count] for i in range(start, end)]
+        made = note(gone)
+        if made is None:
+            break
+        freed = sum(sizes[i] for start, end in droppable[:count] for i in range(start, end))
+        if freed >= excess + made[1]:
+            return count, made
+        if made[1] <= extra or count == len(droppable):
+            break  # no larger drop makes room
+        extra = made[1]
+    return plain, None
+
+
+def drop_oldest(view: list[Message], sizes: list[int], view_to_orig: list[int],
+                excess: int, step: int = 0, note: NoteMaker | None = None) -> DropResult:
+    """Drop the oldest units until at least ``excess`` tokens are gone (or nothing is left to drop);
+    with ``step > 0``, up to the first grid point that frees that much; with ``note``, leave the
+    note it makes of the dropped messages in their place."""
+    spans, kept = units(view)
+    droppable = [span for k, span in enumerate(spans) if k != kept]
+    made: tuple[Message, int] | None = None
+    if note is not None:
+        count, made = _noted(view, sizes, droppable, excess, step, note)
     else:
-        count, freed = 0, 0
-        while count < len(droppable) and freed < excess:
-            start, end = droppable[count]
-            freed += sum(sizes[start:end])
-            count += 1
+        count = _count(droppable, sizes, excess, step)
     dropped = [False] * len(view)
     for start, end in droppable[:count]:
         for i in range(start, end):
@@ -113,10 +160,22 @@ def drop_oldest(view: list[Message], sizes: list[int], view_to_orig: list[int],
                 ranges.append([view_to_orig[i], view_to_orig[i] + 1])
         previous = gone
     keep = [i for i in range(len(view)) if not dropped[i]]
+    messages = [view[i] for i in keep]
+    kept_sizes = [sizes[i] for i in keep]
+    origins = [view_to_orig[i] for i in keep]
+    note_index: int | None = None
+    if made is not None:
+        first = dropped.index(True)
+        note_index = sum(1 for i in keep if i < first)
+        messages.insert(note_index, made[0])
+        kept_sizes.insert(note_index, made[1])
+        origins.insert(note_index, view_to_orig[first])
     return DropResult(
-        messages=[view[i] for i in keep],
-        sizes=[sizes[i] for i in keep],
-        view_to_orig=[view_to_orig[i] for i in keep],
+        messages=messages,
+        sizes=kept_sizes,
+        view_to_orig=origins,
         dropped_messages=len(view) - len(keep),
         dropped_ranges=ranges,
+        note_index=note_index,
+        note_size=made[1] if made is not None else 0,
     )
