@@ -40,7 +40,7 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "summary_placement": "system_prompt", "eager_compaction_at": None,
                       "retention": None,
                       "count_calibration": "off", "lease_store": "file", "session_store": "memory",
-                      "session_ttl_secs": 3600}
+                      "session_ttl_secs": 3600, "profile": "faithful"}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
@@ -241,6 +241,7 @@ def _without_description(prop: dict) -> dict:
     ("summary_check", {"default": "off", "enum": ["off", "append"], "type": "string"}),
     ("summarizer_fallback", {"default": "none", "enum": ["none", "extractive"], "type": "string"}),
     ("working_set", {"default": False, "type": "boolean"}),
+    ("profile", {"default": "faithful", "enum": ["faithful", "recommended"], "type": "string"}),
     ("report_prefix", {"default": False, "type": "boolean"}),
     ("reduce_to", {"default": 1.0, "exclusiveMinimum": 0, "maximum": 1, "type": "number"}),
     ("summary_reuse", {"default": False, "type": "boolean"}),
@@ -314,3 +315,43 @@ def test_eager_compaction_at_is_null_or_a_fraction():
         with pytest.raises(ConfigError) as caught:
             parse_config_value({"eager_compaction_at": value})
         assert str(caught.value) == f"json parse: {detail}"
+
+
+# --- profile -------------------------------------------------------------------------------
+
+RECOMMENDED = {"summary_check": "append", "summarizer_fallback": "extractive", "working_set": True,
+               "reduce_to": 0.6, "overflow_fallback": "drop_oldest", "summary_reuse": True}
+
+
+def test_the_recommended_profile_implies_its_keys():
+    config = parse_config_value({"profile": "recommended"})
+    assert {key: getattr(config, key) for key in RECOMMENDED} == RECOMMENDED
+    assert config == WorkerConfig(profile="recommended", **RECOMMENDED)
+
+
+def test_an_explicit_key_wins_over_the_profile():
+    config = parse_config_value({"profile": "recommended", "working_set": False, "reduce_to": 1})
+    assert (config.working_set, config.reduce_to, config.summary_check) == (False, 1.0, "append")
+
+
+def test_the_faithful_profile_is_the_default_config():
+    assert parse_config_value({"profile": "faithful"}) == DEFAULT_CONFIG == parse_config_value({})
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ({"profile": "best"}, "json parse: unknown variant `best`, expected `faithful` or `recommended`"),
+    ({"profile": 1}, "json parse: invalid type: integer `1`, expected variant identifier"),
+    ({"profile": None}, "json parse: invalid type: null, expected variant identifier"),
+])
+def test_a_bad_profile_names_the_allowed_values(value, expected):
+    assert rejection(value) == expected
+
+
+def test_the_full_object_of_a_profile_leaves_out_what_it_implies():
+    # The stored value keeps following the profile: only the keys that differ from it are written.
+    config = parse_config_value({"profile": "recommended", "working_set": False})
+    written = config_to_json(config)
+    assert written["profile"] == "recommended" and written["working_set"] is False
+    assert [key for key in RECOMMENDED if key in written] == ["working_set"]
+    assert parse_config_value(written) == config
+    assert parse_config_value({**written, "profile": "faithful"}).summary_check == "off"

@@ -36,6 +36,7 @@ EXPECTED = """{
     "max_result_tokens": 20000,
     "min_free_tokens": 20000,
     "overflow_fallback": "error",
+    "profile": "faithful",
     "protect_recent_tokens": 40000,
     "protected_user_turns": 2,
     "reduce_to": 1.0,
@@ -60,7 +61,18 @@ EXPECTED = """{
     "x86_64-unknown-linux-musl",
     "aarch64-apple-darwin",
     "armv7-unknown-linux-gnueabihf"
-  ]
+  ],
+  "profiles": {
+    "faithful": {},
+    "recommended": {
+      "overflow_fallback": "drop_oldest",
+      "reduce_to": 0.6,
+      "summarizer_fallback": "extractive",
+      "summary_check": "append",
+      "summary_reuse": true,
+      "working_set": true
+    }
+  }
 }
 """
 
@@ -71,7 +83,7 @@ def test_manifest_text_is_exact():
 
 
 def test_top_level_key_order():
-    assert list(manifest()) == ["name", "version", "description", "default_config", "supported_targets"]
+    assert list(manifest()) == ["name", "version", "description", "default_config", "supported_targets", "profiles"]
 
 
 def test_contract():

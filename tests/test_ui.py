@@ -13,7 +13,7 @@ import pytest
 from context_manager import CallError, call
 from context_manager.config.parse import ConfigError, parse_config_value
 from context_manager.config.schema import retention_definitions
-from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS
 from context_manager.ui.content import (
     ASSETS,
     MAX_ASSET_BYTES,
@@ -39,7 +39,7 @@ EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "anchor_messages", "summary_check", "summarizer_fallback", "working_set",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
                   "eager_compaction_at", "retention", "count_calibration", "lease_store",
-                  "session_store", "session_ttl_secs"]
+                  "session_store", "session_ttl_secs", "profile"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -190,6 +190,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     assert out["families"] == ["context-manager"]
     result = out["results"][0]
     assert [(s["title"], s["fields"]) for s in result["sections"]] == [
+        ("Profile", ["profile"]),
         ("Budget defaults", ["reserved_tokens_cap", "reserved_pct", "allow_fallback_limits"]),
         ("Pruning and compaction", ["protect_recent_tokens", "decay_user_turns", "protected_user_turns",
                                     "min_free_tokens", "max_output_chars", "max_result_tokens", "tail_turns"]),
@@ -503,3 +504,46 @@ def test_retention_editor_lists_the_tool_rules_in_the_order_they_are_tried(tmp_p
         [],
         [],
     ]
+
+
+def test_profile_selector_shows_and_proposes_the_profile(tmp_path, node_available):
+    if not node_available:
+        assert "const PROFILES = {" in PAGE
+        return
+    scenarios = [
+        {"value": {}},
+        {"value": {"profile": "recommended", "working_set": False}},
+        {"value": {}, "edit": {"key": "profile", "raw": "recommended"}},
+        {"value": {"profile": "recommended", "tail_turns": 3}, "edit": {"key": "profile", "raw": "faithful"}},
+        {"value": {"profile": "recommended"}, "edit": {"key": "summary_check", "checked": False}},
+    ]
+    results = render(scenarios, tmp_path)["results"]
+    controls = [r["controls"] for r in results]
+    assert [c["profile"]["value"] for c in controls] == ["faithful", "recommended", "faithful", "recommended", "recommended"]
+    assert controls[0]["profile"]["type"] == "select" and controls[0]["profile"]["meta"] == "Default: faithful"
+    # Under the recommended profile the switches it implies show on, unless the value says otherwise.
+    implied = controls[1]
+    assert {k: implied[k]["checked"] for k in ("summary_check", "summarizer_fallback", "working_set",
+                                               "overflow_fallback", "summary_reuse", "report_prefix")} == {
+        "summary_check": True, "summarizer_fallback": True, "working_set": False,
+        "overflow_fallback": True, "summary_reuse": True, "report_prefix": False}
+    assert implied["summary_check"]["meta"] == 'Default: "append" (recommended profile)'
+    assert (implied["reduce_to"]["placeholder"], implied["reduce_to"]["meta"]) == ("0.6", "Default: 0.6 (recommended profile)")
+    assert controls[0]["summary_check"]["meta"] == "Default: off"
+    assert [r["proposals"] for r in results[2:]] == [
+        [{"profile": "recommended"}],
+        [{"tail_turns": 3}],
+        [{"profile": "recommended", "summary_check": "off"}],
+    ]
+    for proposal in (p for r in results for p in r["proposals"]):
+        parse_config_value(proposal)
+
+
+def test_page_profiles_are_the_worker_profiles():
+    # The page is a static asset, so it restates the profiles: this keeps the copies equal.
+    block = re.search(r"const PROFILES = \{\n(.*?)\n\}\n", PAGE, re.S).group(1)
+    profiles: dict[str, dict[str, object]] = {}
+    for name, body in re.findall(r"  (\w+): \{(.*?)\}", block, re.S):
+        pairs = re.findall(r"(\w+): ('[^']*'|true|false|[\d.]+)", body)
+        profiles[name] = {k: json.loads(v.replace("'", '"')) for k, v in pairs}
+    assert profiles == PROFILE_KEYS

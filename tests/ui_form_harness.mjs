@@ -88,6 +88,7 @@ for (const s of scenarios) {
   for (const edit of s.edits || (s.edit ? [s.edit] : [])) {
     const c = r.controls[edit.key]
     if (c.type === 'Switch') c.props.onChange({ currentTarget: { checked: edit.checked } })
+    else if (c.type === 'select') c.props.onChange({ target: { value: edit.raw } })
     else if (c.type === 'div') find(c.tree, (n) => n.type === 'textarea').props.onChange({ target: { value: edit.raw } })
     else c.props.onChange(edit.raw)
     r = render({ value: s.value, errors }, proposals)

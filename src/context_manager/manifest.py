@@ -11,6 +11,7 @@ from typing import Any
 
 from context_manager._version import __version__
 from context_manager.config.parse import defaults_object
+from context_manager.core.settings import PROFILE_KEYS
 
 NAME = "context-manager"
 DESCRIPTION = (
@@ -34,6 +35,8 @@ def manifest() -> dict[str, Any]:
         "description": DESCRIPTION,
         "default_config": defaults_object(),
         "supported_targets": list(SUPPORTED_TARGETS),
+        # What each value of the `profile` key implies for the keys a configuration leaves out.
+        "profiles": {name: dict(sorted(keys.items())) for name, keys in PROFILE_KEYS.items()},
     }
 
 

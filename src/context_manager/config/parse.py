@@ -18,7 +18,9 @@ from context_manager.core.settings import (
     CountCalibration,
     EstimatorName,
     LeaseStoreName,
+    PROFILE_KEYS,
     OverflowFallback,
+    ProfileName,
     SessionStoreName,
     SummarizerFallback,
     SummaryCheck,
@@ -36,6 +38,7 @@ SUMMARY_PLACEMENTS: tuple[str, ...] = get_args(SummaryPlacement)
 COUNT_CALIBRATIONS: tuple[str, ...] = get_args(CountCalibration)
 LEASE_STORES: tuple[str, ...] = get_args(LeaseStoreName)
 SESSION_STORES: tuple[str, ...] = get_args(SessionStoreName)
+PROFILES: tuple[str, ...] = get_args(ProfileName)
 
 
 class ConfigError(ValueError):
@@ -113,11 +116,12 @@ KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
     "lease_store": t.enum_of(LEASE_STORES),
     "session_store": t.enum_of(SESSION_STORES),
     "session_ttl_secs": _positive,
+    "profile": t.enum_of(PROFILES),
 }
 
 STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
                          "summarizer_fallback", "summary_placement", "count_calibration",
-                         "lease_store", "session_store"))
+                         "lease_store", "session_store", "profile"))
 
 assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
 
@@ -140,6 +144,9 @@ def parse_config_items(items: Iterable[tuple[Any, Any]], prefix: str) -> WorkerC
             if key in values:
                 raise DecodeError(f"duplicate field `{key}`")
             values[key] = decoder(value)
+        for key, implied in PROFILE_KEYS[values.get("profile", "faithful")].items():
+            if key not in values:
+                values[key] = KEY_DECODERS[key](implied)
     except DecodeError as exc:
         raise ConfigError(prefix, exc.detail) from None
     return WorkerConfig(**values)
@@ -157,9 +164,15 @@ def parse_config_value(value: Any, prefix: str = "json parse") -> WorkerConfig:
 
 
 def config_to_json(config: WorkerConfig) -> dict[str, Any]:
-    """Every key of the record with its value, keys sorted (the seed's full object, the example)."""
+    """Every key of the record with its value, keys sorted (the seed's full object, the example).
+
+    A key whose value is the one its profile implies is left out, so the stored object keeps
+    following the profile: switching the profile later changes it too.
+    """
     as_json = config.to_dict()
-    return {f.name: as_json[f.name] for f in sorted(fields(config), key=lambda f: f.name)}
+    implied = PROFILE_KEYS[config.profile]
+    return {f.name: as_json[f.name] for f in sorted(fields(config), key=lambda f: f.name)
+            if f.name not in implied or as_json[f.name] != implied[f.name]}
 
 
 def defaults_object() -> dict[str, Any]:

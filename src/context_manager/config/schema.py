@@ -7,6 +7,7 @@ informational.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from context_manager.config.parse import (
@@ -14,13 +15,14 @@ from context_manager.config.parse import (
     ESTIMATORS,
     LEASE_STORES,
     OVERFLOW_FALLBACKS,
+    PROFILES,
     SESSION_STORES,
     SUMMARIZER_FALLBACKS,
     SUMMARY_CHECKS,
     SUMMARY_PLACEMENTS,
     defaults_object,
 )
-from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS
 
 TITLE = "WorkerConfig"
 DESCRIPTION = (
@@ -31,6 +33,12 @@ DESCRIPTION = (
 
 _UINT64 = {"format": "uint64", "minimum": 0.0, "type": "integer"}
 _UINT = {"format": "uint", "minimum": 0.0, "type": "integer"}
+
+
+def profile_summary(profile: str) -> str:
+    """What a profile implies, as ``key: value`` pairs in JSON (``summary_check: "append"``)."""
+    return ", ".join(f"{key}: {json.dumps(value)}" for key, value in PROFILE_KEYS[profile].items())
+
 
 # key -> (type fragment, description)
 _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
@@ -184,6 +192,12 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], str]] = {
         {"format": "uint64", "minimum": 1.0, "type": "integer"},
         "How long a compaction remembered in the state store is reused, in seconds "
         "(session_store: state).",
+    ),
+    "profile": (
+        {"enum": list(PROFILES), "type": "string"},
+        "A named set of defaults for the keys a configuration leaves out; an explicit value "
+        "always wins. \"faithful\" implies nothing (the original's behaviour). \"recommended\" "
+        "implies " + profile_summary("recommended") + ".",
     ),
 }
 

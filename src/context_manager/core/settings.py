@@ -16,6 +16,23 @@ SummaryPlacement = Literal["system_prompt", "message"]
 CountCalibration = Literal["off", "usage"]
 LeaseStoreName = Literal["file", "state"]
 SessionStoreName = Literal["memory", "state"]
+ProfileName = Literal["faithful", "recommended"]
+
+# What each profile implies for the keys a configuration leaves out; an explicit value always
+# wins. "faithful" implies nothing: the original's behaviour. "recommended" is the combination
+# the league table (BENCHMARKS.md, "The recommended profile") measured best, with a summariser
+# and without one. Values are written as the configuration's JSON.
+PROFILE_KEYS: dict[str, dict[str, Any]] = {
+    "faithful": {},
+    "recommended": {
+        "summary_check": "append",
+        "summarizer_fallback": "extractive",
+        "working_set": True,
+        "reduce_to": 0.6,
+        "overflow_fallback": "drop_oldest",
+        "summary_reuse": True,
+    },
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +78,8 @@ class WorkerConfig:
     session_store: SessionStoreName = "memory"
     # How long a remembered compaction in the state store is reused, in seconds (positive).
     session_ttl_secs: int = 3600
+    # A named set of defaults for the keys above (PROFILE_KEYS); "faithful" changes none.
+    profile: ProfileName = "faithful"
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

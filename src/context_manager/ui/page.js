@@ -7,6 +7,25 @@ import { Input, SettingsList, SettingsRow, SettingsSection, Switch } from '@iii-
 const h = React.createElement
 const ID_PREFIX = 'context-manager-cfg'
 
+// What each profile implies for the keys the stored value leaves out (the worker's PROFILE_KEYS);
+// an explicit value always wins.
+const PROFILES = {
+  faithful: {},
+  recommended: {
+    summary_check: 'append',
+    summarizer_fallback: 'extractive',
+    working_set: true,
+    reduce_to: 0.6,
+    overflow_fallback: 'drop_oldest',
+    summary_reuse: true,
+  },
+}
+
+function profileText(name) {
+  const keys = Object.entries(PROFILES[name])
+  return keys.length === 0 ? 'nothing (the 1.1.6 behaviour)' : keys.map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ')
+}
+
 const BUDGET_NUMBERS = [
   {
     key: 'reserved_tokens_cap',
@@ -458,6 +477,11 @@ export function ContextManagerConfigForm(props) {
   const [draft, setDraft] = useState(null)
 
   const errorIdFor = (key) => (failing.has(`/${key}`) ? errorElementId(`/${key}`) : undefined)
+  // The profile in force and what it implies for the keys the value leaves out.
+  const profile = Object.hasOwn(PROFILES, value.profile) ? value.profile : 'faithful'
+  const implied = PROFILES[profile]
+  const shown = (key) => (key in value ? value[key] : implied[key])
+  const defaultFor = (key, text) => (key in implied ? `${JSON.stringify(implied[key])} (${profile} profile)` : text)
 
   const propose = (next) => props.onChange(next)
 
@@ -506,7 +530,7 @@ export function ContextManagerConfigForm(props) {
 
   // A row of one of the switch tables: its value comes from `isOn`, its proposal from `valueFor`.
   const switchField = (s) =>
-    switchRow(s.key, s.label, s.help, s.fallbackText, s.isOn(value[s.key]), (on) =>
+    switchRow(s.key, s.label, s.help, defaultFor(s.key, s.fallbackText), s.isOn(shown(s.key)), (on) =>
       propose({ ...value, [s.key]: s.valueFor(on) }),
     )
 
@@ -545,7 +569,7 @@ export function ContextManagerConfigForm(props) {
       field.key,
       field.label,
       field.help,
-      field.fallbackText ?? String(field.fallback),
+      defaultFor(field.key, field.fallbackText ?? String(field.fallback)),
       h(Input, {
         id,
         className: 'ctx-cfg-control ctx-cfg-number',
@@ -555,7 +579,7 @@ export function ContextManagerConfigForm(props) {
         step: 0.05,
         inputMode: 'decimal',
         value: typeof current === 'number' ? String(current) : '',
-        placeholder: field.fallbackText ?? String(field.fallback),
+        placeholder: field.key in implied ? String(implied[field.key]) : field.fallbackText ?? String(field.fallback),
         'aria-label': field.label,
         'aria-invalid': errorId ? true : undefined,
         'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
@@ -649,12 +673,46 @@ export function ContextManagerConfigForm(props) {
     retentionId,
   )
 
+  const profileId = `${ID_PREFIX}-profile`
+  const profileRow = row(
+    'profile',
+    'Profile',
+    `Defaults for the settings this form leaves unset; a setting changed below wins. faithful implies ${profileText('faithful')}; recommended implies ${profileText('recommended')}.`,
+    'faithful',
+    h(
+      'select',
+      {
+        id: profileId,
+        className: 'ctx-cfg-control',
+        value: profile,
+        'aria-label': 'Profile',
+        'aria-invalid': errorIdFor('profile') ? true : undefined,
+        'aria-describedby': joinIds(`${profileId}-help`, `${profileId}-default`, errorIdFor('profile')),
+        onChange: (event) => {
+          const next = { ...value, profile: event.target.value }
+          if (next.profile === 'faithful') delete next.profile
+          propose(next)
+        },
+      },
+      ...Object.keys(PROFILES).map((name) => h('option', { key: name, value: name }, name)),
+    ),
+    profileId,
+  )
+
   const leaseDirId = `${ID_PREFIX}-lease_dir`
   const leaseDirError = errorIdFor('lease_dir')
 
   return h(
     'div',
     { className: 'ctx-cfg', ref: rootRef },
+    h(
+      SettingsSection,
+      {
+        title: 'Profile',
+        description: 'One setting for a measured combination of the ones below: faithful keeps the 1.1.6 behaviour.',
+      },
+      h(SettingsList, null, profileRow),
+    ),
     h(
       SettingsSection,
       {
