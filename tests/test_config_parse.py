@@ -320,7 +320,8 @@ def test_eager_compaction_at_is_null_or_a_fraction():
 # --- profile -------------------------------------------------------------------------------
 
 RECOMMENDED = {"summary_check": "append", "summarizer_fallback": "extractive", "working_set": True,
-               "reduce_to": 0.6, "overflow_fallback": "drop_oldest", "summary_reuse": True}
+               "reduce_to": 0.6, "overflow_fallback": "drop_oldest", "summary_reuse": True,
+               "eager_compaction_at": 0.8}
 
 
 def test_the_recommended_profile_implies_its_keys():

@@ -65,6 +65,7 @@ EXPECTED = """{
   "profiles": {
     "faithful": {},
     "recommended": {
+      "eager_compaction_at": 0.8,
       "overflow_fallback": "drop_oldest",
       "reduce_to": 0.6,
       "summarizer_fallback": "extractive",

@@ -13,6 +13,7 @@ CHECK = {"summary_check": "append"}
 EXTRACTIVE = {"summarizer_fallback": "extractive"}
 REDUCE = {"reduce_to": 0.6}
 DROP = {"overflow_fallback": "drop_oldest"}
+RECOMMENDED = {"profile": "recommended"}
 
 WORKER_MODES: tuple[Mode, ...] = (
     Mode("worker: defaults", True, {}),
@@ -36,5 +37,17 @@ WORKER_MODES: tuple[Mode, ...] = (
                                                "eager_compaction_at": 0.8}),
     Mode("worker: check+extractive+all", True, {**CHECK, **EXTRACTIVE, **REDUCE, "summary_reuse": True,
                                                 "summary_placement": "message", "eager_compaction_at": 0.8}),
+    Mode("worker: recommended", True, RECOMMENDED),
+    Mode("worker: recommended without summariser", False, RECOMMENDED),
+    # The recommended profile less one member each: why each is in it (BENCHMARKS.md).
+    Mode("worker: recommended less check", True, {**RECOMMENDED, "summary_check": "off"}),
+    Mode("worker: recommended less working set", True, {**RECOMMENDED, "working_set": False}),
+    Mode("worker: recommended less reduce_to", True, {**RECOMMENDED, "reduce_to": 1.0}),
+    Mode("worker: recommended less eager", True, {**RECOMMENDED, "eager_compaction_at": None}),
+    Mode("worker: recommended without summariser less extractive", False,
+         {**RECOMMENDED, "summarizer_fallback": "none"}),
+    Mode("worker: recommended without summariser less drop_oldest", False,
+         {**RECOMMENDED, "overflow_fallback": "error"}),
+    Mode("worker: recommended+anchor", True, {**RECOMMENDED, "anchor_messages": 1}),
 )
 WORKER_MODES_BY_NAME = {mode.name: mode for mode in WORKER_MODES}

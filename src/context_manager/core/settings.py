@@ -31,6 +31,7 @@ PROFILE_KEYS: dict[str, dict[str, Any]] = {
         "reduce_to": 0.6,
         "overflow_fallback": "drop_oldest",
         "summary_reuse": True,
+        "eager_compaction_at": 0.8,
     },
 }
 

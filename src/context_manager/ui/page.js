@@ -18,6 +18,7 @@ const PROFILES = {
     reduce_to: 0.6,
     overflow_fallback: 'drop_oldest',
     summary_reuse: true,
+    eager_compaction_at: 0.8,
   },
 }
 
