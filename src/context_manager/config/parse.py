@@ -15,10 +15,10 @@ from typing import Any, get_args
 from context_manager.config.retention import parse_retention
 from context_manager.core.settings import (
     DEFAULT_CONFIG,
+    PROFILE_KEYS,
     CountCalibration,
     EstimatorName,
     LeaseStoreName,
-    PROFILE_KEYS,
     OverflowFallback,
     ProfileName,
     SessionStoreName,
