@@ -34,7 +34,7 @@ from websockets.sync.client import connect
 
 from context_manager.config.parse import ConfigError, parse_config_value
 from context_manager.config.retention import PolicyError, parse_retention
-from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS, WorkerConfig
 
 pytestmark = pytest.mark.slow
 
@@ -249,9 +249,10 @@ def show(browser: Browser, value: dict[str, Any]) -> None:
 
 
 def controls(browser: Browser) -> dict[str, Any]:
-    """What each field shows: a number/text input's or the policy editor's text, a switch's state."""
+    """What each field shows: a number/text input's or the policy editor's text, a switch's state,
+    the profile selector's choice."""
     return browser.js("""Object.fromEntries([...document.querySelectorAll('[data-field]')].map((row) => {
-        const input = row.querySelector('input, textarea')
+        const input = row.querySelector('input, textarea, select')
         return [row.dataset.field, input.type === 'checkbox' ? input.checked : input.value]
     }))""")
 
@@ -264,6 +265,15 @@ def type_into(browser: Browser, key: str, text: str) -> None:
         const prototype = input instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype
         Object.getOwnPropertyDescriptor(prototype, 'value').set.call(input, {json.dumps(text)})
         input.dispatchEvent(new Event('input', {{ bubbles: true }}))
+    }})()""")
+
+
+def choose(browser: Browser, key: str, option: str) -> None:
+    # The native setter, then a real change event: how a choice reaches a React-controlled select.
+    browser.js(f"""(() => {{
+        const select = document.getElementById('context-manager-cfg-{key}')
+        Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set.call(select, {json.dumps(option)})
+        select.dispatchEvent(new Event('change', {{ bubbles: true }}))
     }})()""")
 
 
@@ -299,7 +309,8 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("window.__families") == ["context-manager"]
     shown = controls(browser)
     assert set(shown) == set(WorkerConfig.key_names())
-    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, "lease_dir", "retention"}
+    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, "lease_dir", "retention", "profile"}
+    assert shown["profile"] == "faithful"
     # Empty: the default applies (for the policy: none).
     assert {k: shown[k] for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]} == {
         k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]}
@@ -312,7 +323,7 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     # The page's stylesheet applies (the harness wraps the form as the console does).
     assert browser.js("getComputedStyle(document.querySelector('.ctx-cfg-rules')).listStyleType") == "none"
     sections = browser.js("[...document.querySelectorAll('section h2')].map((h) => h.textContent)")
-    assert sections == ["Budget defaults", "Pruning and compaction", "Runtime", "Overflow and counting",
+    assert sections == ["Profile", "Budget defaults", "Pruning and compaction", "Runtime", "Overflow and counting",
                         "Task retention", "Cache-aware reduction", "Retention policy"]
     browser.screenshot(ARTIFACTS / "console-form-default.png")
 
@@ -458,13 +469,38 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
         click(browser, key)
     type_into(browser, "lease_dir", "leases")
     type_into(browser, "retention", json.dumps(POLICY))
+    choose(browser, "profile", "recommended")
     proposal = last_proposal(browser)
     config = parse_config_value(proposal)
+    # Every key is set explicitly, so the profile implies nothing more.
     assert config == WorkerConfig(
         **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
         **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
-        reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY))
+        reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY),
+        profile="recommended")
     assert proposal["retention"] == POLICY
     assert set(proposal) == set(WorkerConfig.key_names())
     assert rule_lines(browser) == POLICY_RULE_LINES
     browser.screenshot(ARTIFACTS / "console-form-edited.png")
+
+
+def test_choosing_the_recommended_profile_shows_what_it_implies(browser: Browser) -> None:
+    show(browser, {})
+    choose(browser, "profile", "recommended")
+    assert last_proposal(browser) == {"profile": "recommended"}
+    assert parse_config_value(last_proposal(browser)) == parse_config_value({"profile": "recommended"})
+    show(browser, {"profile": "recommended"})
+    shown = controls(browser)
+    implied = {key for key in SWITCHES if key in PROFILE_KEYS["recommended"]}
+    assert implied == {"summary_check", "summarizer_fallback", "working_set", "overflow_fallback", "summary_reuse"}
+    assert {key: shown[key] for key in SWITCHES} == {key: key in implied or getattr(DEFAULT_CONFIG, key) == SWITCHES[key][0]
+                                                     for key in SWITCHES}
+    placeholders = browser.js("""Object.fromEntries([...document.querySelectorAll('input[type=number]')]
+        .map((input) => [input.closest('[data-field]').dataset.field, input.placeholder]))""")
+    assert (placeholders["reduce_to"], placeholders["eager_compaction_at"]) == ("0.6", "0.8")
+    # Turning an implied switch off overrides the profile for that key alone.
+    click(browser, "working_set")
+    assert last_proposal(browser) == {"profile": "recommended", "working_set": False}
+    # Back to faithful: the profile key goes, the explicit value stays.
+    choose(browser, "profile", "faithful")
+    assert last_proposal(browser) == {"working_set": False}
