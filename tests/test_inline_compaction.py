@@ -146,6 +146,19 @@ def test_an_early_compaction_runs_only_when_it_removes_twice_its_headroom_more_t
     assert summarizer.calls == 0
 
 
+def test_an_early_compaction_that_does_not_pay_takes_no_lease():
+    # Decided before the lease: a warm call past the eager share costs no lease round trip.
+    eager = replace(DEFAULT_CONFIG, eager_compaction_at=0.8)
+    messages = (U(X(3000)), A("r0"), U(X(3000)), A("r1"), U("latest question"), A("latest answer"))
+    store = MemoryLeaseStore()
+    assert asyncio.run(try_compact(direct(messages, config=eager, early_headroom=1),
+                                   _Deps(FakeSummarizer(), store))) is None
+    assert store.log == []
+    assert asyncio.run(try_compact(direct(messages, config=eager, early_headroom=0),
+                                   _Deps(FakeSummarizer(replies=[GOAL, GOAL]), store))) is not None
+    assert [op for op, _ in store.log] == ["get", "swap", "get", "set"] and store.records == {}
+
+
 # --- Example 10 through assemble ---------------------------------------------------------------
 
 

@@ -108,6 +108,13 @@ async def try_compact(
     """
     if deps.summarizer is None and request.config.summarizer_fallback == "none":
         return None
+    early_head: int | None = None
+    if request.early_headroom is not None:
+        # Decided from the request alone, so a call that would not compact early takes no
+        # lease: an eager setting costs a warm turn no lease round trip.
+        early_head = _early_head(request, request.early_headroom)
+        if early_head is None:
+            return None
     key = request.lease_key
     if key is None:
         key = lease.default_lease_key(request.request_messages)
@@ -121,7 +128,7 @@ async def try_compact(
             deps.log.debug("compaction skipped: lease %s is held", key)
             return None
     try:
-        return await _compact_view(request, deps.summarizer, deps.log)
+        return await _compact_view(request, deps.summarizer, deps.log, early_head)
     finally:
         if store is not None and nonce is not None:
             await lease.release(store, key, nonce)
@@ -142,6 +149,14 @@ def _head_len(request: CompactionRequest, budget: int) -> int:
                         step_tokens(request.usable, request.config.reduce_to))
 
 
+def _early_head(request: CompactionRequest, headroom: int) -> int | None:
+    """The head an early compaction would summarise; ``None`` when there is none or it does not pay."""
+    head_len = _head_len(request, _tail_budget(request))
+    if head_len == 0 or head_len >= len(request.view):
+        return None
+    return head_len if _early_compaction_pays(request, head_len, headroom) else None
+
+
 def _early_compaction_pays(request: CompactionRequest, head_len: int, headroom: int) -> bool:
     """Does compacting ``head_len`` now leave the next compaction no nearer than waiting would?
 
@@ -158,15 +173,14 @@ def _early_compaction_pays(request: CompactionRequest, head_len: int, headroom: 
 
 
 async def _compact_view(
-    request: CompactionRequest, summarizer: Summarizer | None, log: logging.Logger
+    request: CompactionRequest, summarizer: Summarizer | None, log: logging.Logger,
+    early_head: int | None,
 ) -> InlineCompaction | None:
+    """Summarise the head: ``early_head`` when an early compaction chose it, else the selection's."""
     view = request.view
-    head_len = _head_len(request, _tail_budget(request))
+    head_len = _head_len(request, _tail_budget(request)) if early_head is None else early_head
     if head_len == 0 or head_len >= len(view):
         return None  # nothing to summarise, or everything would be (assemble keeps a tail)
-    headroom = request.early_headroom
-    if headroom is not None and not _early_compaction_pays(request, head_len, headroom):
-        return None
     tokens_before = sum(request.sizes[:head_len])
     try:
         produced = await produce_summary(
