@@ -241,6 +241,26 @@ async def test_reload_applies_valid_values_and_keeps_the_last_good(engine: TestE
             assert worker.config == DEFAULT_CONFIG
 
 
+async def test_reload_switches_the_profile_and_an_unknown_one_keeps_the_last_good(engine: TestEngine) -> None:
+    with anyio.fail_after(30):
+        async with connected(engine) as worker:
+            await worker.boot(None)
+            engine.configuration.store_unchecked(CONFIG_ID, {"profile": "recommended", "working_set": False})
+            await worker.reload()
+            config = worker.config
+            assert (config.profile, config.summary_check, config.eager_compaction_at, config.working_set) == (
+                "recommended", "append", 0.8, False)
+            assert worker.context().config == config
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"profile": "best"})
+            await worker.reload()
+            assert worker.config == config  # rejected: the last good value stays
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"profile": "faithful"})
+            await worker.reload()
+            assert worker.config == DEFAULT_CONFIG
+
+
 async def test_reload_applies_the_cache_keys_and_keeps_the_remembered_compactions(engine: TestEngine) -> None:
     with anyio.fail_after(30):
         async with connected(engine) as worker:
