@@ -139,6 +139,23 @@ def _deep(depth: int) -> bytes:
     return b'{"a":' * depth + b"1" + b"}" * depth
 
 
+# An enum-typed member given each JSON kind: (name, value, must fail).
+_ENUM_FORMS: tuple[tuple[str, Any, bool], ...] = (
+    ("a number", 5, True),
+    ("negative", -5, True),
+    ("a float", 1.5, True),
+    ("a boolean", True, True),
+    ("null", None, True),
+    ("a list", ["end"], True),
+    ("an empty object", {}, True),
+    ("an object of two members", {"end": None, "error": None}, True),
+    ("an object naming it", {"end": None}, False),
+    ("an object naming it with an empty object", {"end": {}}, False),
+    ("an object naming it with a number", {"end": 1}, True),
+    ("an object naming no variant", {"done": None}, True),
+)
+
+
 def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
     f = function_id
     deep = _deep(5000)
@@ -183,6 +200,10 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
         ("inline result is_error a string", _with_block(f, {"type": "function_result", "function_call_id": "c1", "content": [], "is_error": "no"}), True),
         ("function_call without id", _with_message(f, {"role": "assistant", "content": [{"type": "function_call", "function_id": "f"}], "stop_reason": "end", "model": "m", "provider": "p", "timestamp": 5}), True),
         ("stop_reason unknown", _with_message(f, {"role": "assistant", "content": [], "stop_reason": "done", "model": "m", "provider": "p", "timestamp": 5}), True),
+        *[(f"stop_reason {name}", _with_message(f, {"role": "assistant", "content": [], "stop_reason": value, "model": "m", "provider": "p", "timestamp": 5}), bad)
+          for name, value, bad in _ENUM_FORMS],
+        ("error_kind a number", _with_message(f, {"role": "assistant", "content": [], "stop_reason": "error", "error_kind": 5, "model": "m", "provider": "p", "timestamp": 5}), True),
+        ("error_kind an object naming it", _with_message(f, {"role": "assistant", "content": [], "stop_reason": "error", "error_kind": {"transient": None}, "model": "m", "provider": "p", "timestamp": 5}), False),
         ("usage negative", _with_message(f, {"role": "assistant", "content": [], "stop_reason": "end", "usage": {"input": -1}, "model": "m", "provider": "p", "timestamp": 5}), True),
         ("result without function_id", _with_message(f, {"role": "function_result", "function_call_id": "c1", "content": [], "timestamp": 5}), True),
         ("result is_error null", _with_message(f, {"role": "function_result", "function_call_id": "c1", "function_id": "read", "content": [], "is_error": None, "timestamp": 5}), True),
@@ -228,6 +249,8 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
             ("tools a string", _with(f, tools="all"), True),
             ("tool without name", _with(f, tools=[{"description": "d"}]), True),
             ("tool execution_mode unknown", _with(f, tools=[{"name": "n", "description": "d", "execution_mode": "async"}]), True),
+            ("tool execution_mode a number", _with(f, tools=[{"name": "n", "description": "d", "execution_mode": 5}]), True),
+            ("tool execution_mode an object naming it", _with(f, tools=[{"name": "n", "description": "d", "execution_mode": {"parallel": None}}]), False),
             ("parts values numbers", _with(f, parts={"a": 1}), True),
             ("parts a list", _with(f, parts=["a"]), True),
         ]
@@ -235,6 +258,9 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
         cases += [
             ("allow_prune a string", _with(f, options={"allow_prune": "yes"}), True),
             ("thinking_level unknown", _with(f, options={"thinking_level": "ultra"}), True),
+            ("thinking_level a number", _with(f, options={"thinking_level": 5}), True),
+            ("thinking_level an object naming it", _with(f, options={"thinking_level": {"high": None}}), False),
+            ("thinking_level an object holding an empty object", _with(f, options={"thinking_level": {"high": {}}}), True),
             ("reserved_tokens negative", _with(f, options={"reserved_tokens": -1}), True),
             ("reserved_tokens u64 max", _with(f, options={"reserved_tokens": U64_MAX}), True),
             ("request_overhead u64 max", _with(f, options={"request_overhead_tokens": U64_MAX}), True),
