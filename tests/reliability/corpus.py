@@ -222,6 +222,11 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
             ("option a float", _with(f, options={"max_output_chars": 2.5}), True),
             ("option u64 max", _with(f, options={"protect_recent_tokens": U64_MAX, "min_free_tokens": U64_MAX, "max_output_chars": U64_MAX}), False),
             ("protected_functions numbers", _with(f, options={"protected_functions": [1]}), True),
+            ("decay_user_turns negative", _with(f, options={"decay_user_turns": -1}), True),
+            ("decay_user_turns a string", _with(f, options={"decay_user_turns": "2"}), True),
+            ("protected_user_turns a float", _with(f, options={"protected_user_turns": 0.5}), True),
+            ("protected_user_turns u64 max", _with(f, options={"protected_user_turns": U64_MAX, "decay_user_turns": U64_MAX}), False),
+            ("explain a number", _with(f, options={"explain": 1}), True),
             ("model a string", _with(f, model="m"), True),
         ]
         return cases
@@ -256,6 +261,15 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
         ]
     if f == "context::assemble":
         cases += [
+            ("allow_compaction a number", _with(f, options={"allow_compaction": 0}), True),
+            ("previous_summary a number", _with(f, options={"previous_summary": 5}), True),
+            ("previous_summary 1 MB", _with(f, options={"previous_summary": "s" * (1 << 20)}), False),
+            ("anchor_messages negative", _with(f, options={"anchor_messages": -1}), True),
+            ("anchor_messages a float", _with(f, options={"anchor_messages": 1.0}), True),
+            ("anchor_messages beyond u64", _with(f, options={"anchor_messages": 2**64}), True),
+            ("anchor_messages u64 max", _with(f, options={"anchor_messages": U64_MAX}), False),
+            ("explain a string", _with(f, options={"explain": "yes"}), True),
+            ("explain null", _with(f, options={"explain": None}), False),
             ("allow_prune a string", _with(f, options={"allow_prune": "yes"}), True),
             ("thinking_level unknown", _with(f, options={"thinking_level": "ultra"}), True),
             ("thinking_level a number", _with(f, options={"thinking_level": 5}), True),
@@ -370,6 +384,81 @@ def cases() -> Iterator[Case]:
         yield _fifty_mb(function_id)
 
 
+# ---------------------------------------------------------------- configuration values
+
+# Wrong values by the kind of key (every one must be refused with a `json parse: ` error naming
+# it). The whole-object cases come first.
+_CONFIG_WHOLE: tuple[tuple[str, Any], ...] = (
+    ("not an object", [1]),
+    ("a string", "tail_turns: 3"),
+    ("unknown key", {"tail_truns": 3}),
+    ("a key that is not a name", {"": 1}),
+)
+_WRONG_COUNT = (-1, 1.5, 1.0, "1", None, True, 2**64, [], {})
+_WRONG_BY_KIND: dict[str, tuple[Any, ...]] = {
+    "count": _WRONG_COUNT,
+    "positive count": (0, *_WRONG_COUNT),
+    "boolean": ("yes", "true", 1, 0, None, [], {}),
+    "string": (5, None, True, ["a"], {}),
+    "choice": ("other", "", 5, None, True, ["a"], {"x": None}),
+    "fraction": (0, 0.0, -0.5, 1.5, 2, "0.5", True, None, []),
+    "fraction or null": (0, 0.0, -0.5, 1.0000001, 2, "0.5", True, []),
+    "retention": (5, "none", True, [], {"unknown": 1}, {"verbatim_turns": -1}, {"verbatim_turns": 1.5},
+                  {"tools": {"rules": [{"function": ""}]}}, {"tools": {"rules": [{"function": "a[", "result": {"mode": "keep"}}]}},
+                  {"tools": {"default": {"result": {"mode": "over", "over": 5, "to": 9}}}},
+                  {"tools": {"errors": {"mode": "sometimes"}}}, {"tools": {"mark_truncations": "no"}},
+                  {"text": {"prompt": {"mode": "always"}}}, {"text": {"message": {"mode": "always", "to": 1, "keep": "middle"}}},
+                  {"reasoning": {}}, {"reasoning": {"keep_turns": -1}},
+                  {"media": {"rules": [{"mime": "png", "keep_turns": 1}]}}, {"media": {"default_keep_turns": "1"}}),
+}
+# Every configuration key and the kind of its values (the record's declaration order).
+CONFIG_KEYS: dict[str, str] = {
+    "reserved_tokens_cap": "count", "reserved_pct": "count", "tail_turns": "count",
+    "protect_recent_tokens": "count", "decay_user_turns": "count", "protected_user_turns": "count",
+    "min_free_tokens": "count", "max_output_chars": "count", "max_result_tokens": "count",
+    "lease_ttl_secs": "count", "allow_fallback_limits": "boolean", "summarizer_timeout_ms": "count",
+    "lease_dir": "string", "overflow_fallback": "choice", "estimator": "choice",
+    "user_less_compaction": "boolean", "anchor_messages": "count", "summary_check": "choice",
+    "summarizer_fallback": "choice", "report_prefix": "boolean", "reduce_to": "fraction",
+    "summary_reuse": "boolean", "summary_placement": "choice", "eager_compaction_at": "fraction or null",
+    "retention": "retention", "count_calibration": "choice", "lease_store": "choice",
+    "session_store": "choice", "session_ttl_secs": "positive count",
+}
+
+
+@dataclass(frozen=True)
+class ConfigCase:
+    name: str
+    value: Any  # the whole configuration value
+
+    @property
+    def id(self) -> str:
+        return f"config:{self.name}"
+
+
+def config_cases() -> Iterator[ConfigCase]:
+    """Every key given every wrong value of its kind, then the whole-object faults."""
+    for key, kind in CONFIG_KEYS.items():
+        for wrong in _WRONG_BY_KIND[kind]:
+            yield ConfigCase(f"{key} = {json.dumps(wrong)}", {key: wrong})
+    for name, value in _CONFIG_WHOLE:
+        yield ConfigCase(name, value)
+
+
+def run_config_in_process(case: ConfigCase) -> Outcome:
+    """A library call with ``case.value`` as its configuration: a clean refusal is
+    ``ConfigError`` (``json parse: <detail>``), before any function runs."""
+    from context_manager import ConfigError, call
+
+    try:
+        call("context::count-tokens", {"model": {"id": "m"}, "messages": []}, config=case.value)
+    except ConfigError as exc:
+        return Outcome("error", exc.prefix, str(exc))
+    except Exception as exc:  # what the corpus exists to catch
+        return Outcome("crash", "", f"{type(exc).__name__}: {exc}")
+    return Outcome("ok")
+
+
 # A representative subset for the command line (one process per case).
 CLI_SAMPLE = (
     "context::count-tokens:empty body",
@@ -392,6 +481,16 @@ CLI_SAMPLE = (
     "context::compact:truncated object",
     "context::compact:preserve_recent_tokens negative",
     "context-manager::ui-content:path traversal",
+)
+
+
+# Wrong configuration files for the command line (`call --config FILE`, one process each).
+CONFIG_CLI_SAMPLE = (
+    "config:retention = {\"tools\": {\"rules\": [{\"function\": \"\"}]}}",
+    "config:count_calibration = 5",
+    "config:reduce_to = 0",
+    "config:session_ttl_secs = 0",
+    "config:unknown key",
 )
 
 
