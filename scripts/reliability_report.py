@@ -259,7 +259,7 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
         run = counts.pop("cases", 0)
         shown = ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "—"
         case = {c["name"]: c for c in files.get(file, [])}.get(test, {"status": "missing", "time": 0})
-        add(f"| `{key}` | {text} | {run} | {shown} | {_mark(case['status'] == 'passed')} | {case['time']:.1f} |")
+        add(f"| `{key}` | {text} | {run or '—'} | {shown} | {_mark(case['status'] == 'passed')} | {case['time']:.1f} |")
     add("")
 
     # ---- corpus
