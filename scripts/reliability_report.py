@@ -302,7 +302,7 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
             "as `call --config FILE`: exit status 2 and one line `context-manager: yaml parse: …`.")
     cli = figures.get("corpus-cli", [])
     cli_passed, cli_total, _ = _status([c for c in files.get("test_corpus.py", [])
-                                        if c["name"].startswith("test_the_command_line")])
+                                        if c["name"].startswith("test_the_command_line_answers")])
     add(f"- Command line (`python -m context_manager call <id> --input FILE`): {len(cli)} "
         f"representative cases, one process each; {cli_passed}/{cli_total} answered with exit "
         "status 1 and exactly one JSON line `{code, message}` on stderr (or exit 0 and one JSON "
