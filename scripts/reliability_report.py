@@ -28,28 +28,52 @@ SUITE = ROOT / "tests" / "reliability"
 OUTPUT = ROOT / "RELIABILITY.md"
 
 PROPERTIES = {
-    "assemble": ("test_assemble_fits_keeps_order_and_reports_a_consistent_breakdown",
+    "assemble": ("test_properties.py", "test_assemble_fits_keeps_order_and_reports_a_consistent_breakdown",
                  "Without a summariser: success has `token_count <= usable` and `token_count` = "
                  "Σ `by_role` + `system_prompt_tokens` + `tools_tokens` + `request_overhead_tokens`; "
                  "cap/prune/emergency keep every non-custom message in order (timestamps); no "
                  "custom message is returned; the only failure is `context/overflow`."),
-    "compaction": ("test_compaction_keeps_each_kept_result_with_its_call",
+    "compaction": ("test_properties.py", "test_compaction_keeps_each_kept_result_with_its_call",
                    "With a fake summariser and lease store: the same budget checks; the returned "
                    "list is a suffix of the model-facing history, `tail_start_index` maps to its "
                    "first message, and every kept function result (message or inline block) "
                    "still has its call on the kept side."),
-    "prune": ("test_prune_is_idempotent_and_keeps_every_message",
+    "prune": ("test_properties.py", "test_prune_is_idempotent_and_keeps_every_message",
               "`context::prune` keeps length, order and roles (customs included); run again on "
               "its own output with the same options (`max_output_chars` ≥ the longest "
               "placeholder) it prunes nothing and returns identical bytes."),
-    "count-tokens": ("test_count_tokens_equals_assembles_initial_count",
+    "count-tokens": ("test_properties.py", "test_count_tokens_equals_assembles_initial_count",
                      "For histories without custom messages or images, the same system prompt "
                      "(no trailing whitespace) and tools, no overhead: `count-tokens.tokens` = "
                      "assemble's `applied.initial_token_count` (heuristic and `auto` estimators)."),
-    "serializer": ("test_serializer_round_trips_decoded_messages",
+    "serializer": ("test_properties.py", "test_serializer_round_trips_decoded_messages",
                    "`decode(loads(dumps(decoded))) == decoded`, record key order and bytes "
                    "included (free-form floats, 64-bit integers, multibyte text)."),
+    "anchor": ("test_anchor_properties.py", "test_no_pass_changes_an_anchor_message",
+               "`anchor_messages` 1–4 (configuration or per call), with or without a summariser, the "
+               "extractive fallback, the retention check and drop_oldest: a success starts with exactly "
+               "the pinned messages (their results included), `anchor_tokens` is their estimate, the "
+               "budget checks hold; the only failure is `context/overflow`."),
+    "opt-in": ("test_stateful_properties.py",
+               "test_opt_in_keys_fit_keep_calls_with_results_lose_nothing_unreported_and_replay_alike",
+               "One eighth of the cases, each a session of two calls (the history, then one more user turn) "
+               "under one `lease_key`, with the opt-in keys drawn on or off: `anchor_messages`, `retention` "
+               "(none to one cutting everything), `summary_reuse`, `count_calibration: usage`, "
+               "`summary_check`, `summarizer_fallback`, `overflow_fallback: drop_oldest`, "
+               "`summary_placement`, `reduce_to`, `eager_compaction_at`, `lease_store: state` and "
+               "`session_store: state` (over the engine's state functions in process). Every answer: "
+               "`token_count <= usable`, the breakdown adds up, no custom message, no kept result without "
+               "its call, and every message outside the reported reductions (the reused and summarised "
+               "head, `dropped_ranges`) returned in order; the session replayed against fresh stores "
+               "answers byte for byte the same; the only failure is `context/overflow`."),
+    "opt-in, two processes": ("test_stateful_properties.py",
+                              "test_two_serving_processes_answer_each_conversation_as_one_process_does",
+                              "One in fifty of the cases: generated sessions (two calls each, a session of "
+                              "their own) through a worker with `--processes 2` and every opt-in key on "
+                              "(leases and remembered summaries in the engine's state store) answer "
+                              "exactly as in process against fresh stores, and pass the checks above."),
 }
+
 
 FAULTS = {
     "test_faults_in_process.py": {
@@ -63,6 +87,8 @@ FAULTS = {
         "test_a_lease_dir_occupied_by_a_regular_file_skips_compaction": ("`lease_dir` is a regular file (library call)", "store unusable = busy: summariser never called; answers; file untouched"),
         "test_a_full_disk_lease_store_skips_compaction": ("lease store raises ENOSPC on every write", "busy: summariser never called; answers"),
         "test_a_stale_lease_blocks_only_until_its_ttl": ("lease left by a crashed holder", "honoured while younger than the TTL, taken over after it"),
+        "test_a_state_store_going_down_at_any_point_of_a_compaction_never_fails_the_call": ("`lease_store`/`session_store: state`, `summary_reuse`, calibration, anchor: the state store goes down after the k-th state call of a compacting call, for every k", "every call answers within budget (compacted, or emergency reduction when no lease); once the store is back a lease left by the failed release holds only until its TTL, then compaction or reuse"),
+        "test_a_state_store_down_for_a_whole_conversation_changes_nothing_but_the_reduction": ("the state store down from the start of a conversation", "every call answers by emergency reduction; the summariser is never called"),
     },
     "test_faults_engine.py": {
         "test_the_bus_history_compacts_with_a_working_router": ("control: router summarises over a channel", "compacts"),
@@ -80,6 +106,7 @@ FAULTS = {
         "test_an_invalid_configuration_after_boot_keeps_the_last_good_snapshot": ("stored configuration becomes invalid after boot (wrong type, unknown key, not an object)", "keeps serving with the last good snapshot"),
         "test_a_lease_dir_occupied_by_a_file_at_boot_exits_1": ("`lease_dir` is a regular file at boot", "exit status 1, no traceback, file untouched"),
         "test_a_lease_dir_occupied_by_a_file_after_boot_keeps_the_previous_store": ("reload points `lease_dir` at a regular file", "previous store and configuration stay; compaction still works"),
+        "test_a_serving_process_killed_while_it_holds_a_lease_in_the_state_store": ("`--processes 2`, leases in the state store: a serving process SIGKILLed while it holds a compaction lease (another compacting in the other process)", "its caller gets `invocation_failed` at once; the other call compacts; the process is replaced; its lease holds off that history's compaction only until its TTL (5 s)"),
     },
 }
 
@@ -183,7 +210,8 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add("")
     add("What was tried against context-manager and what came out. Regenerate this file with")
     add("`python scripts/reliability_report.py` (add `--quick` for the CI-sized load run); the")
-    add("tests live in `tests/reliability/`, the full load run is `python scripts/load.py`.")
+    add("tests live in `tests/reliability/`, the full load run is `python scripts/load.py` "
+        "(`--processes N` starts the worker with N processes).")
     add("")
     add(f"Last run: {now}, Python {platform.python_version()}, {os.cpu_count()} CPU(s); "
         f"reliability suite wall time {suite_seconds:.0f} s.")
@@ -196,11 +224,16 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add("|---|---|---|---|")
     overview = [
         ("Properties", f"5 properties × {examples} generated cases (hypothesis, derandomised)", "test_properties.py"),
-        ("Malformed input, in process", "every corpus case through `context_manager.call`", "test_corpus.py"),
+        ("Properties, anchor", f"{examples} generated cases with 1–4 pinned messages", "test_anchor_properties.py"),
+        ("Properties, opt-in keys", f"{max(1, examples // 8)} generated two-call sessions with the keys that keep state "
+         f"or rewrite history, {max(1, examples // 50)} more through `--processes 2`", "test_stateful_properties.py"),
+        ("Malformed input, in process", "every corpus case and every wrong configuration value through "
+         "`context_manager.call`", "test_corpus.py"),
         ("Malformed input, engine", "the corpus through a worker subprocess on the test engine, twice", "test_engine_corpus.py"),
-        ("Faults, in process", "summariser and lease-store ports", "test_faults_in_process.py"),
-        ("Faults, engine", "process deaths, router, configuration and lease_dir faults", "test_faults_engine.py"),
-        ("Load (CI size)", "100 concurrent assemble calls, 1,000 in all", "test_load.py"),
+        ("Faults, in process", "summariser, lease-store and state-store ports", "test_faults_in_process.py"),
+        ("Faults, engine", "process deaths (a serving process among them), router, configuration and lease_dir "
+         "faults", "test_faults_engine.py"),
+        ("Load (CI size)", "100 concurrent assemble calls, 1,000 in all, to one process and to two", "test_load.py"),
     ]
     for area, tried, file in overview:
         passed, total, seconds = _status(files.get(file, []))
@@ -218,14 +251,15 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add("")
     add("| Property | Checked | Cases run | Outcomes | Result | Time (s) |")
     add("|---|---|---|---|---|---|")
-    outcomes = (figures.get("properties") or [{}])[-1].get("outcomes", {})
-    prop_cases = {c["name"]: c for c in files.get("test_properties.py", [])}
-    for key, (test, text) in PROPERTIES.items():
+    outcomes: dict[str, Any] = {}
+    for item in figures.get("properties", []):  # one record per module
+        outcomes.update(item.get("outcomes", {}))
+    for key, (file, test, text) in PROPERTIES.items():
         counts = dict(outcomes.get(key, {}))
         run = counts.pop("cases", 0)
         shown = ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "—"
-        case = prop_cases.get(test, {"status": "missing", "time": 0})
-        add(f"| `{key}` | {text} | {run} | {shown} | {_mark(case['status'] == 'passed')} | {case['time']:.1f} |")
+        case = {c["name"]: c for c in files.get(file, [])}.get(test, {"status": "missing", "time": 0})
+        add(f"| `{key}` | {text} | {run or '—'} | {shown} | {_mark(case['status'] == 'passed')} | {case['time']:.1f} |")
     add("")
 
     # ---- corpus
@@ -253,9 +287,22 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add(f"| **all** | **{total}** | {sum(c['error'] for c in kinds.values())} | "
         f"{sum(c['ok'] for c in kinds.values())} | {sum(c['crash'] for c in kinds.values())} |")
     add("")
+    config_cases = figures.get("corpus-config", [])
+    if config_cases:
+        by_kind = Counter(item["kind"] for item in config_cases)
+        keys = {item["case"].split(" = ")[0] for item in config_cases if " = " in item["case"]}
+        add(f"- Configuration values (`call(..., config=...)`): every one of the {len(keys)} keys given "
+            "each wrong value of its kind (negative, fractional, beyond u64, strings, null, booleans, "
+            "arrays and objects for the counts; unknown choices and one-member objects for the choices; "
+            "0, out-of-range and non-numbers for the fractions; malformed retention policies at every "
+            "level), plus non-object values and unknown keys: "
+            f"{len(config_cases)} cases, {by_kind['error']} refused with `json parse: <detail>`, "
+            f"{by_kind['ok']} accepted, {by_kind['crash']} crashes. A sample of "
+            f"{len([c for c in files.get('test_corpus.py', []) if c['name'].startswith('test_the_command_line_refuses')])} "
+            "as `call --config FILE`: exit status 2 and one line `context-manager: yaml parse: …`.")
     cli = figures.get("corpus-cli", [])
     cli_passed, cli_total, _ = _status([c for c in files.get("test_corpus.py", [])
-                                        if c["name"].startswith("test_the_command_line")])
+                                        if c["name"].startswith("test_the_command_line_answers")])
     add(f"- Command line (`python -m context_manager call <id> --input FILE`): {len(cli)} "
         f"representative cases, one process each; {cli_passed}/{cli_total} answered with exit "
         "status 1 and exactly one JSON line `{code, message}` on stderr (or exit 0 and one JSON "
@@ -308,6 +355,7 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add("| Run | Concurrency | Calls | Answered | Wrong | Errors | Wall (s) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | Worker RSS (MiB) start → warm → end | Threads / fds before → after | Pending after |")
     add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     runs = [("CI (`test_load.py`)", (figures.get("load-ci") or [None])[-1]),
+            ("CI, `--processes 2` (`test_load.py`)", (figures.get("load-ci-2-processes") or [None])[-1]),
             ("quick (`scripts/load.py --concurrency 100 --total 1000`)" if quick else "full (`scripts/load.py`)", load)]
     for label, report in runs:
         if not report or "total" not in report:

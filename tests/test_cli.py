@@ -116,3 +116,37 @@ def test_call_command_answers_a_defect_with_internal_error_and_logs_it_once(monk
     assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.ERROR] == [
         ("context_manager", "unexpected failure")
     ]
+
+
+def test_help_lists_every_command_on_one_line_each():
+    proc = run(["--help"])
+    assert proc.returncode == 0
+    lines = proc.stdout.decode().splitlines()
+    start = lines.index("commands:")
+    assert lines[start:start + 5] == [
+        "commands:",
+        "  context-manager [options]           run the worker against an iii engine",
+        "  context-manager --manifest          print the worker manifest JSON and exit",
+        "  context-manager call <function_id>  one call in-process: JSON stdin to stdout",
+        "",
+    ]
+    assert lines[start + 5] == "options:"
+    for flag in ("--url URL", "--config FILE", "--manifest", "--processes N"):
+        assert any(line.startswith(f"  {flag} ") for line in lines), flag
+
+
+def test_call_help_lists_the_function_ids():
+    proc = run(["call", "--help"])
+    assert proc.returncode == 0
+    lines = proc.stdout.decode().splitlines()
+    assert lines[0] == "usage: context-manager call [-h] [--input FILE] [--config FILE] function_id"
+    start = lines.index("function ids:")
+    assert lines[start + 1:] == [
+        "  context::count-tokens",
+        "  context::prune",
+        "  context::assemble",
+        "  context::compact",
+        "  context::on-models-changed",
+        "  context::on-config-change",
+        "  context-manager::ui-content",
+    ]

@@ -180,6 +180,9 @@ def test_extension_enum_keys(key, allowed):
     assert rejection({key: "other"}) == f"json parse: unknown variant `other`, expected {expected}"
     for bad in (None, 1, True, ["error"]):
         rejection({key: bad})
+    # a configuration choice is a string only (no one-member object naming it)
+    assert rejection({key: 1}) == "json parse: invalid type: integer `1`, expected variant identifier"
+    assert rejection({key: {allowed[0]: None}}) == "json parse: invalid type: map, expected variant identifier"
 
 
 def test_the_enumerations_are_the_record_literals_in_order():

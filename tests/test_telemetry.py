@@ -17,7 +17,7 @@ import pytest
 from engine_harness import TestEngine
 from engine_harness.fake_router import FakeRouter
 
-pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is not installed: pip install -e '.[dev,otel]'")
+pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is not installed: pip install -e '.[dev]'")
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader

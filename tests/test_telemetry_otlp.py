@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from engine_harness import TestEngine, WorkerProcess, eventually
 
-pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the otel extra is not installed: pip install -e '.[dev,otel]'")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the otel extra is not installed: pip install -e '.[dev]'")
 
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,

@@ -17,6 +17,22 @@ from context_manager.processes import MAX_PROCESSES
 
 DEFAULT_URL = "ws://127.0.0.1:49134"
 PROCESSES_ENV = "III_CM_PROCESSES"
+
+# Every command, one line each, at the top of `context-manager --help` (the worker's own flags
+# follow below them; `call --help` details the other).
+COMMANDS = (
+    ("context-manager [options]", "run the worker against an iii engine"),
+    ("context-manager --manifest", "print the worker manifest JSON and exit"),
+    ("context-manager call <function_id>", "one call in-process: JSON stdin to stdout"),
+)
+
+
+def commands_text() -> str:
+    width = max(len(command) for command, _ in COMMANDS)
+    lines = [f"  {command.ljust(width)}  {summary}" for command, summary in COMMANDS]
+    return "commands:\n" + "\n".join(lines)
+
+
 def resolve_url(flag: str | None) -> str:
     """`--url` wins, then a non-empty `III_URL`, then the local engine's default port."""
     if flag:
@@ -47,11 +63,15 @@ def _read_config_file(path: str) -> Any:
 
 
 def run_call(argv: Sequence[str]) -> int:
+    from context_manager.handlers.registry import FUNCTIONS
+
     parser = argparse.ArgumentParser(prog="context-manager call",
-                                     description="Run one function in-process and print its JSON result.")
-    parser.add_argument("function_id")
-    parser.add_argument("--input", help="read the JSON payload from this file instead of stdin")
-    parser.add_argument("--config", help="configuration file (YAML), as for the worker")
+                                     description="Run one function in-process and print its JSON result.",
+                                     epilog="function ids:\n" + "\n".join(f"  {f}" for f in FUNCTIONS),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("function_id", help="the function to run (listed below)")
+    parser.add_argument("--input", metavar="FILE", help="read the JSON payload from this file instead of stdin")
+    parser.add_argument("--config", metavar="FILE", help="configuration file (YAML), as for the worker")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -59,7 +79,6 @@ def run_call(argv: Sequence[str]) -> int:
 
     from context_manager.api import UnknownFunction, build_context, run_handler
     from context_manager.core.settings import DEFAULT_CONFIG
-    from context_manager.handlers.registry import FUNCTIONS
     from context_manager.wire.codec import dumps_wire, loads
     from context_manager.wire.errors import CallError, ContextManagerError, error_envelope
 
@@ -105,9 +124,11 @@ def _fail(code: str, message: str) -> int:
 
 def run_worker_command(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="context-manager",
-                                     description="context-manager worker for the iii engine.")
+                                     description="context-manager worker for the iii engine.\n\n" + commands_text(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help=f"engine WebSocket URL (default: $III_URL or {DEFAULT_URL})")
-    parser.add_argument("--config", help="seed configuration file (YAML), used only when no value is stored")
+    parser.add_argument("--config", metavar="FILE",
+                        help="seed configuration file (YAML), used only when no value is stored")
     parser.add_argument("--manifest", action="store_true", help="print the worker manifest JSON and exit")
     parser.add_argument("--processes", metavar="N",
                         help=f"serve calls in N processes, 1 to {MAX_PROCESSES} (default: ${PROCESSES_ENV} or 1)")

@@ -139,6 +139,23 @@ def _deep(depth: int) -> bytes:
     return b'{"a":' * depth + b"1" + b"}" * depth
 
 
+# An enum-typed member given each JSON kind: (name, value, must fail).
+_ENUM_FORMS: tuple[tuple[str, Any, bool], ...] = (
+    ("a number", 5, True),
+    ("negative", -5, True),
+    ("a float", 1.5, True),
+    ("a boolean", True, True),
+    ("null", None, True),
+    ("a list", ["end"], True),
+    ("an empty object", {}, True),
+    ("an object of two members", {"end": None, "error": None}, True),
+    ("an object naming it", {"end": None}, False),
+    ("an object naming it with an empty object", {"end": {}}, False),
+    ("an object naming it with a number", {"end": 1}, True),
+    ("an object naming no variant", {"done": None}, True),
+)
+
+
 def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
     f = function_id
     deep = _deep(5000)
@@ -183,6 +200,10 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
         ("inline result is_error a string", _with_block(f, {"type": "function_result", "function_call_id": "c1", "content": [], "is_error": "no"}), True),
         ("function_call without id", _with_message(f, {"role": "assistant", "content": [{"type": "function_call", "function_id": "f"}], "stop_reason": "end", "model": "m", "provider": "p", "timestamp": 5}), True),
         ("stop_reason unknown", _with_message(f, {"role": "assistant", "content": [], "stop_reason": "done", "model": "m", "provider": "p", "timestamp": 5}), True),
+        *[(f"stop_reason {name}", _with_message(f, {"role": "assistant", "content": [], "stop_reason": value, "model": "m", "provider": "p", "timestamp": 5}), bad)
+          for name, value, bad in _ENUM_FORMS],
+        ("error_kind a number", _with_message(f, {"role": "assistant", "content": [], "stop_reason": "error", "error_kind": 5, "model": "m", "provider": "p", "timestamp": 5}), True),
+        ("error_kind an object naming it", _with_message(f, {"role": "assistant", "content": [], "stop_reason": "error", "error_kind": {"transient": None}, "model": "m", "provider": "p", "timestamp": 5}), False),
         ("usage negative", _with_message(f, {"role": "assistant", "content": [], "stop_reason": "end", "usage": {"input": -1}, "model": "m", "provider": "p", "timestamp": 5}), True),
         ("result without function_id", _with_message(f, {"role": "function_result", "function_call_id": "c1", "content": [], "timestamp": 5}), True),
         ("result is_error null", _with_message(f, {"role": "function_result", "function_call_id": "c1", "function_id": "read", "content": [], "is_error": None, "timestamp": 5}), True),
@@ -201,6 +222,11 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
             ("option a float", _with(f, options={"max_output_chars": 2.5}), True),
             ("option u64 max", _with(f, options={"protect_recent_tokens": U64_MAX, "min_free_tokens": U64_MAX, "max_output_chars": U64_MAX}), False),
             ("protected_functions numbers", _with(f, options={"protected_functions": [1]}), True),
+            ("decay_user_turns negative", _with(f, options={"decay_user_turns": -1}), True),
+            ("decay_user_turns a string", _with(f, options={"decay_user_turns": "2"}), True),
+            ("protected_user_turns a float", _with(f, options={"protected_user_turns": 0.5}), True),
+            ("protected_user_turns u64 max", _with(f, options={"protected_user_turns": U64_MAX, "decay_user_turns": U64_MAX}), False),
+            ("explain a number", _with(f, options={"explain": 1}), True),
             ("model a string", _with(f, model="m"), True),
         ]
         return cases
@@ -228,14 +254,28 @@ def _structural(function_id: str) -> list[tuple[str, bytes, bool]]:
             ("tools a string", _with(f, tools="all"), True),
             ("tool without name", _with(f, tools=[{"description": "d"}]), True),
             ("tool execution_mode unknown", _with(f, tools=[{"name": "n", "description": "d", "execution_mode": "async"}]), True),
+            ("tool execution_mode a number", _with(f, tools=[{"name": "n", "description": "d", "execution_mode": 5}]), True),
+            ("tool execution_mode an object naming it", _with(f, tools=[{"name": "n", "description": "d", "execution_mode": {"parallel": None}}]), False),
             ("parts values numbers", _with(f, parts={"a": 1}), True),
             ("parts a list", _with(f, parts=["a"]), True),
         ]
     if f == "context::assemble":
         cases += [
+            ("allow_compaction a number", _with(f, options={"allow_compaction": 0}), True),
+            ("previous_summary a number", _with(f, options={"previous_summary": 5}), True),
+            ("previous_summary 1 MB", _with(f, options={"previous_summary": "s" * (1 << 20)}), False),
+            ("anchor_messages negative", _with(f, options={"anchor_messages": -1}), True),
+            ("anchor_messages a float", _with(f, options={"anchor_messages": 1.0}), True),
+            ("anchor_messages beyond u64", _with(f, options={"anchor_messages": 2**64}), True),
+            ("anchor_messages u64 max", _with(f, options={"anchor_messages": U64_MAX}), False),
+            ("explain a string", _with(f, options={"explain": "yes"}), True),
+            ("explain null", _with(f, options={"explain": None}), False),
             ("allow_prune a string", _with(f, options={"allow_prune": "yes"}), True),
             ("preview_only a number", _with(f, options={"preview_only": 1}), True),
             ("thinking_level unknown", _with(f, options={"thinking_level": "ultra"}), True),
+            ("thinking_level a number", _with(f, options={"thinking_level": 5}), True),
+            ("thinking_level an object naming it", _with(f, options={"thinking_level": {"high": None}}), False),
+            ("thinking_level an object holding an empty object", _with(f, options={"thinking_level": {"high": {}}}), True),
             ("reserved_tokens negative", _with(f, options={"reserved_tokens": -1}), True),
             ("reserved_tokens u64 max", _with(f, options={"reserved_tokens": U64_MAX}), True),
             ("request_overhead u64 max", _with(f, options={"request_overhead_tokens": U64_MAX}), True),
@@ -345,6 +385,81 @@ def cases() -> Iterator[Case]:
         yield _fifty_mb(function_id)
 
 
+# ---------------------------------------------------------------- configuration values
+
+# Wrong values by the kind of key (every one must be refused with a `json parse: ` error naming
+# it). The whole-object cases come first.
+_CONFIG_WHOLE: tuple[tuple[str, Any], ...] = (
+    ("not an object", [1]),
+    ("a string", "tail_turns: 3"),
+    ("unknown key", {"tail_truns": 3}),
+    ("a key that is not a name", {"": 1}),
+)
+_WRONG_COUNT = (-1, 1.5, 1.0, "1", None, True, 2**64, [], {})
+_WRONG_BY_KIND: dict[str, tuple[Any, ...]] = {
+    "count": _WRONG_COUNT,
+    "positive count": (0, *_WRONG_COUNT),
+    "boolean": ("yes", "true", 1, 0, None, [], {}),
+    "string": (5, None, True, ["a"], {}),
+    "choice": ("other", "", 5, None, True, ["a"], {"x": None}),
+    "fraction": (0, 0.0, -0.5, 1.5, 2, "0.5", True, None, []),
+    "fraction or null": (0, 0.0, -0.5, 1.0000001, 2, "0.5", True, []),
+    "retention": (5, "none", True, [], {"unknown": 1}, {"verbatim_turns": -1}, {"verbatim_turns": 1.5},
+                  {"tools": {"rules": [{"function": ""}]}}, {"tools": {"rules": [{"function": "a[", "result": {"mode": "keep"}}]}},
+                  {"tools": {"default": {"result": {"mode": "over", "over": 5, "to": 9}}}},
+                  {"tools": {"errors": {"mode": "sometimes"}}}, {"tools": {"mark_truncations": "no"}},
+                  {"text": {"prompt": {"mode": "always"}}}, {"text": {"message": {"mode": "always", "to": 1, "keep": "middle"}}},
+                  {"reasoning": {}}, {"reasoning": {"keep_turns": -1}},
+                  {"media": {"rules": [{"mime": "png", "keep_turns": 1}]}}, {"media": {"default_keep_turns": "1"}}),
+}
+# Every configuration key and the kind of its values (the record's declaration order).
+CONFIG_KEYS: dict[str, str] = {
+    "reserved_tokens_cap": "count", "reserved_pct": "count", "tail_turns": "count",
+    "protect_recent_tokens": "count", "decay_user_turns": "count", "protected_user_turns": "count",
+    "min_free_tokens": "count", "max_output_chars": "count", "max_result_tokens": "count",
+    "lease_ttl_secs": "count", "allow_fallback_limits": "boolean", "summarizer_timeout_ms": "count",
+    "lease_dir": "string", "overflow_fallback": "choice", "estimator": "choice",
+    "user_less_compaction": "boolean", "anchor_messages": "count", "summary_check": "choice",
+    "summarizer_fallback": "choice", "report_prefix": "boolean", "reduce_to": "fraction",
+    "summary_reuse": "boolean", "summary_placement": "choice", "eager_compaction_at": "fraction or null",
+    "retention": "retention", "count_calibration": "choice", "lease_store": "choice",
+    "session_store": "choice", "session_ttl_secs": "positive count",
+}
+
+
+@dataclass(frozen=True)
+class ConfigCase:
+    name: str
+    value: Any  # the whole configuration value
+
+    @property
+    def id(self) -> str:
+        return f"config:{self.name}"
+
+
+def config_cases() -> Iterator[ConfigCase]:
+    """Every key given every wrong value of its kind, then the whole-object faults."""
+    for key, kind in CONFIG_KEYS.items():
+        for wrong in _WRONG_BY_KIND[kind]:
+            yield ConfigCase(f"{key} = {json.dumps(wrong)}", {key: wrong})
+    for name, value in _CONFIG_WHOLE:
+        yield ConfigCase(name, value)
+
+
+def run_config_in_process(case: ConfigCase) -> Outcome:
+    """A library call with ``case.value`` as its configuration: a clean refusal is
+    ``ConfigError`` (``json parse: <detail>``), before any function runs."""
+    from context_manager import ConfigError, call
+
+    try:
+        call("context::count-tokens", {"model": {"id": "m"}, "messages": []}, config=case.value)
+    except ConfigError as exc:
+        return Outcome("error", exc.prefix, str(exc))
+    except Exception as exc:  # what the corpus exists to catch
+        return Outcome("crash", "", f"{type(exc).__name__}: {exc}")
+    return Outcome("ok")
+
+
 # A representative subset for the command line (one process per case).
 CLI_SAMPLE = (
     "context::count-tokens:empty body",
@@ -367,6 +482,16 @@ CLI_SAMPLE = (
     "context::compact:truncated object",
     "context::compact:preserve_recent_tokens negative",
     "context-manager::ui-content:path traversal",
+)
+
+
+# Wrong configuration files for the command line (`call --config FILE`, one process each).
+CONFIG_CLI_SAMPLE = (
+    "config:retention = {\"tools\": {\"rules\": [{\"function\": \"\"}]}}",
+    "config:count_calibration = 5",
+    "config:reduce_to = 0",
+    "config:session_ttl_secs = 0",
+    "config:unknown key",
 )
 
 

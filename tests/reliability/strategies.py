@@ -328,3 +328,47 @@ tools = st.one_of(
     ), max_size=3),
 )
 system_prompts = st.one_of(st.none(), short_text, long_text)
+
+
+# ---------------------------------------------------------------- opt-in keys that keep state or rewrite history
+
+# Retention policies from none to one that cuts everything it can (thresholds in tokens, scaled
+# to the generated texts).
+RETENTION_POLICIES: tuple[dict[str, Any] | None, ...] = (
+    None,
+    {"verbatim_turns": 1,
+     "tools": {"rules": [{"function": "read", "result": {"mode": "over", "over": 200, "to": 50, "keep": "both"}}],
+               "errors": {"mode": "keep"}},
+     "reasoning": {"keep_turns": 1}},
+    {"verbatim_turns": 0,
+     "tools": {"default": {"arguments": {"mode": "always", "to": 10, "keep": "head"},
+                           "result": {"mode": "over", "over": 100, "to": 20, "keep": "tail"}},
+               "mark_truncations": False},
+     "text": {"prompt": {"mode": "over", "over": 300, "to": 100, "keep": "both"},
+              "message": {"mode": "over", "over": 200, "to": 60, "keep": "head"}},
+     "reasoning": {"keep_turns": 0},
+     "media": {"default_keep_turns": 0, "rules": [{"mime": "image/*", "keep_turns": 1}]}},
+)
+
+
+@st.composite
+def opt_in_configs(draw: st.DrawFn) -> dict[str, Any]:
+    """``configs()`` plus the opt-in keys that keep per-session state (summary reuse, the
+    calibration ledger, the stores) or rewrite history (anchor, retention, the fallbacks,
+    summary placement, cache-aware and eager reduction), each drawn on or off."""
+    config = draw(configs())
+    config.update({
+        "anchor_messages": draw(st.sampled_from([0, 0, 1, 2])),
+        "retention": draw(st.sampled_from(RETENTION_POLICIES)),
+        "summary_reuse": draw(st.booleans()),
+        "count_calibration": draw(st.sampled_from(["off", "usage"])),
+        "summary_check": draw(st.sampled_from(["off", "append"])),
+        "summarizer_fallback": draw(st.sampled_from(["none", "extractive"])),
+        "overflow_fallback": draw(st.sampled_from(["error", "drop_oldest"])),
+        "summary_placement": draw(st.sampled_from(["system_prompt", "message"])),
+        "reduce_to": draw(st.sampled_from([1.0, 1.0, 0.7])),
+        "eager_compaction_at": draw(st.sampled_from([None, None, 0.8])),
+        "lease_store": draw(st.sampled_from(["file", "state"])),
+        "session_store": draw(st.sampled_from(["memory", "state"])),
+    })
+    return config

@@ -17,7 +17,7 @@ from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.api import call_async
 from context_manager.config.parse import parse_config_value
 from context_manager.handlers.context import HandlerContext
-from context_manager.ports import LeaseRecord, LeaseStoreError, SummarizeRequest
+from context_manager.ports import InvokeError, LeaseRecord, LeaseStoreError, SummarizeRequest
 
 
 def context(config: dict[str, Any] | None = None, **ports: Any) -> HandlerContext:
@@ -120,3 +120,46 @@ def record(section: str, **figures: Any) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps({"section": section, **figures}) + "\n")
+
+
+# ---------------------------------------------------------------- the engine's state store, in process
+
+class MemoryState:
+    """The ``Invoke`` port over the test engine's ``state::*`` functions, without a socket (what
+    ``lease_store: state`` and ``session_store: state`` call). ``down_after`` = n: the first n
+    state calls answer, every later one fails as an absent state worker does, until it is reset
+    to None."""
+
+    def __init__(self) -> None:
+        from engine_harness.state import StateStore
+
+        self.store = StateStore()
+        self.calls = 0
+        self.down_after: int | None = None
+
+    async def __call__(self, function_id: str, payload: dict[str, Any], timeout_ms: int) -> Any:
+        self.calls += 1
+        if self.down_after is not None and self.calls > self.down_after:
+            raise InvokeError(f"remote error (function_not_found): Function {function_id} not found in namespace default.")
+        body = self.store.call(function_id, payload)
+        if "error" in body:
+            raise InvokeError(f"remote error ({body['error']['code']}): {body['error']['message']}")
+        return body.get("result")
+
+
+def stateful_context(config: dict[str, Any], summarizer: Any, state: MemoryState | None = None,
+                     **ports: Any) -> HandlerContext:
+    """A context whose stores are the ones ``config`` names (``state`` ones over ``state``, a
+    file lease store as an in-memory one) and whose calibration ledger and session memory are
+    its own, so that two contexts made alike answer alike."""
+    from context_manager.adapters.memory_session_store import MemorySessionStore
+    from context_manager.adapters.stores import build_lease_store, build_session_store
+    from context_manager.core.counting.calibration import SentLedger
+
+    cfg = parse_config_value(config)
+    state = state or MemoryState()
+    lease_store = build_lease_store(cfg, state) if cfg.lease_store == "state" else MemoryLeaseStore()
+    session_store = build_session_store(cfg, state) if cfg.session_store == "state" else MemorySessionStore()
+    return HandlerContext(config=cfg, tokenizers=PACKAGED_TOKENIZERS, summarizer=summarizer,
+                          lease_store=lease_store, session_store=session_store, sent_ledger=SentLedger(),
+                          **ports)

@@ -11,16 +11,22 @@ from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 
 from .corpus import (
     ALL_FUNCTIONS,
     CLI_SAMPLE,
+    CONFIG_CLI_SAMPLE,
+    CONFIG_KEYS,
     KNOWN_BUG_CASES,
     Case,
+    ConfigCase,
     Outcome,
     allowed_prefixes,
     cases,
+    config_cases,
     problem,
+    run_config_in_process,
     run_in_process,
 )
 from .engine_support import FIXED_MMAP_THRESHOLD
@@ -88,3 +94,40 @@ def test_memory_returns_to_its_warm_level_after_repeated_corpus_runs() -> None:
     # After the warm-up pass, two more passes (each holding 50 MB strings at times) leave the
     # resident set within 2 MiB of where it was.
     assert max(figures["after_kib"]) - figures["warm_kib"] <= 2 * 1024, figures
+
+
+# ---------------------------------------------------------------- configuration values
+
+CONFIG_CORPUS = list(config_cases())
+
+
+def test_the_configuration_corpus_covers_every_key() -> None:
+    from context_manager.config.parse import KEY_DECODERS
+
+    assert tuple(CONFIG_KEYS) == tuple(KEY_DECODERS)
+    assert len(CONFIG_CORPUS) >= 200
+
+
+@pytest.mark.parametrize("case", CONFIG_CORPUS, ids=[c.id for c in CONFIG_CORPUS])
+def test_each_wrong_configuration_is_refused_cleanly(case: ConfigCase) -> None:
+    outcome = run_config_in_process(case)
+    record("corpus-config", case=case.id, kind=outcome.kind, message=outcome.message[:120])
+    assert outcome.kind == "error", (case.id, outcome)
+    assert outcome.message.startswith("json parse: "), outcome.message
+    assert "Traceback" not in outcome.message
+
+
+@pytest.mark.parametrize("case_id", CONFIG_CLI_SAMPLE)
+def test_the_command_line_refuses_a_wrong_configuration_file_with_one_line(case_id: str, tmp_path: Path) -> None:
+    case = {c.id: c for c in CONFIG_CORPUS}[case_id]
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(case.value))
+    done = subprocess.run(
+        [sys.executable, "-m", "context_manager", "call", "context::count-tokens", "--config", str(config)],
+        input=b'{"model": {"id": "m"}, "messages": []}', capture_output=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "LOG_LEVEL": "error"},
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stdout == b""
+    assert done.stderr.decode().splitlines()[-1].startswith("context-manager: yaml parse: ")
+    assert b"Traceback" not in done.stderr

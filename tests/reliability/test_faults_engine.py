@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,6 +215,61 @@ def test_worker_killed_mid_compaction_leaves_a_lease_that_expires_with_its_ttl(t
             assert lease_records(lease_dir) == []
         finally:
             restarted.kill()
+
+
+def _children(pid: int) -> list[int]:
+    return sorted(int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+                  for c in (task / "children").read_text().split())
+
+
+def test_a_serving_process_killed_while_it_holds_a_lease_in_the_state_store(tmp_path: Path) -> None:
+    """`--processes 2` with the leases and remembered summaries in the engine's state store: two
+    compactions run at once, one in each serving process, each holding its lease while the
+    router is slow. One serving process is SIGKILLed. Its caller gets an `invocation_failed`
+    error at once, the other call compacts, the worker replaces the process and keeps serving;
+    the dead process's lease (in the state store, shared by every process) holds off its
+    history's compaction only until its TTL, then that compaction succeeds."""
+    # The summary must come within the lease's TTL (a holder never outlives its lease): the
+    # router's delay stays under it.
+    ttl_secs = 5
+    router = FakeRouter(budgets=routed_budgets(), chat_delay_s=2.5)
+    seed = write_seed(tmp_path / "seed.yaml", lease_store="state", session_store="state",
+                      summary_reuse=True, lease_ttl_secs=ttl_secs, summarizer_timeout_ms=20000)
+    with worker_on_engine(tmp_path, router=router, args=("--config", str(seed), "--processes", "2")) as (
+            engine, process):
+        eventually(lambda: len(_children(process.proc.pid)) == 2, timeout=30)
+        first, second = assemble_request("one"), assemble_request("two")
+        pending = [call_in_background(engine, first), call_in_background(engine, second)]
+        eventually(lambda: len(router.chat_calls) == 2, timeout=15)
+        leases = engine.state.groups.get("context_lease", {})
+        assert len(leases) == 2, leases
+        killed = _children(process.proc.pid)[0]
+        os.kill(killed, signal.SIGKILL)
+        router.chat_delay_s = 0.0
+        outcomes: list[Any] = []
+        for future in pending:
+            try:
+                outcomes.append(future.result(timeout=30))
+            except CallFailed as failed:
+                outcomes.append(failed)
+        [lost] = [o for o in outcomes if isinstance(o, CallFailed)]
+        assert lost.code == "invocation_failed"
+        assert lost.message.startswith("internal error: the worker process serving this call"), lost.message
+        [served] = [o for o in outcomes if not isinstance(o, CallFailed)]
+        assert compacted(served), process.stderr[-3000:]
+        orphan = assemble_request("one") if outcomes[0] is lost else assemble_request("two")
+        [stale] = engine.state.groups["context_lease"].values()
+        eventually(lambda: len(_children(process.proc.pid)) == 2 and killed not in _children(process.proc.pid),
+                   timeout=30)
+        assert healthy(engine)
+        young = engine.call("context::assemble", orphan, timeout=30)
+        if time.time() * 1000 - stale["ts"] < ttl_secs * 1000 - 500:
+            assert not compacted(young)  # honoured while younger than its TTL
+        while time.time() * 1000 - stale["ts"] < ttl_secs * 1000 + 100:
+            time.sleep(0.1)
+        assert compacted(engine.call("context::assemble", orphan, timeout=30))
+        assert engine.state.groups.get("context_lease", {}) == {}
+        assert "Traceback" not in process.stderr
 
 
 # ---------------------------------------------------------------- configuration and lease_dir

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from context_manager import call
 from context_manager.core.compaction.lease import SCOPE
-from context_manager.ports import LeaseRecord, SummarizerFailed
+from context_manager.ports import LeaseRecord, ManualClock, SummarizerFailed
 
 from .faults import assemble_request, lease_records
 from .support import (
@@ -21,8 +22,10 @@ from .support import (
     FullDiskLeaseStore,
     HangingSummarizer,
     MemoryLeaseStore,
+    MemoryState,
     context,
     run,
+    stateful_context,
 )
 
 
@@ -161,3 +164,62 @@ def test_a_stale_lease_blocks_only_until_its_ttl() -> None:
                   context({"lease_ttl_secs": 60}, summarizer=FakeSummarizer(), lease_store=store))
     assert expired["applied"]["compacted"] is True
     assert store.records == {}
+
+
+# ---------------------------------------------------------------- the engine's state store down mid-call
+
+STATEFUL = {"lease_store": "state", "session_store": "state", "summary_reuse": True,
+            "count_calibration": "usage", "anchor_messages": 1, "lease_ttl_secs": 60}
+
+
+def _stateful_call(state: MemoryState, clock: ManualClock, summarizer: FakeSummarizer) -> dict[str, Any]:
+    ctx = stateful_context(STATEFUL, summarizer, state, clock=clock)
+    return run("context::assemble", {**assemble_request(), "options": {"lease_key": "session-7"}}, ctx)
+
+
+def test_a_state_store_going_down_at_any_point_of_a_compaction_never_fails_the_call() -> None:
+    """The store answers the first k state calls of a compacting call, then is down, for every k
+    from none to all of them. Every call answers within the budget: compacted when the summary
+    was made, fallen through to emergency reduction when the lease could not be taken. Once the
+    store is back, a lease the failed release left behind holds off compaction only until its
+    TTL; with none left the next call compacts (or reuses the remembered summary) at once."""
+    control_state = MemoryState()
+    control = _stateful_call(control_state, ManualClock(1_000_000), FakeSummarizer())
+    assert control["applied"]["compacted"] is True
+    total = control_state.calls
+    assert total >= 4  # lease claim, session lookup, remembering, release at least
+    outcomes = Counter()
+    for answered in range(total + 1):
+        state, clock, summarizer = MemoryState(), ManualClock(1_000_000), FakeSummarizer()
+        state.down_after = answered
+        response = _stateful_call(state, clock, summarizer)
+        assert response["token_count"] <= response["usable"]
+        assert response["applied"]["compacted"] or fell_through(response), (answered, response["applied"])
+        outcomes["compacted" if response["applied"]["compacted"] else "fell through"] += 1
+        state.down_after = None  # the store is back
+        left = dict(state.store.groups.get(SCOPE, {}))
+        clock.advance(1000)
+        after = _stateful_call(state, clock, summarizer)
+        reduced = after["applied"]["compacted"] or after["applied"].get("summary_reused", False)
+        if left:
+            assert not reduced, answered  # the left lease is honoured while younger than its TTL
+            clock.advance(60_000)
+            after = _stateful_call(state, clock, summarizer)
+            reduced = after["applied"]["compacted"] or after["applied"].get("summary_reused", False)
+        assert reduced, (answered, after["applied"])
+        assert state.store.groups.get(SCOPE, {}) == {}
+    assert outcomes["compacted"] >= 1 and outcomes["fell through"] >= 1, outcomes
+
+
+def test_a_state_store_down_for_a_whole_conversation_changes_nothing_but_the_reduction() -> None:
+    """With the state store down from the start, every call of a growing conversation answers
+    as a one-process worker with the memory stores would when no lease can be taken: emergency
+    reduction, never an error."""
+    state, clock = MemoryState(), ManualClock(1_000_000)
+    state.down_after = 0
+    summarizer = FakeSummarizer()
+    for _ in range(3):
+        response = _stateful_call(state, clock, summarizer)
+        assert fell_through(response)
+        clock.advance(1000)
+    assert summarizer.calls == 0

@@ -16,10 +16,10 @@ from context_manager.wire.decode import (
     FieldSpec,
     boolean,
     decode_struct,
-    enum_value,
     invalid_type,
     string,
     u64,
+    variant_name,
 )
 from context_manager.wire.errors import DecodeError
 
@@ -34,7 +34,7 @@ def decode_thinking_budgets(value: Any) -> dict[str, int]:
         raise invalid_type(value, "a map")
     budgets: dict[str, int] = {}
     for level in sorted(value):
-        budgets[enum_value(level, THINKING_LEVELS)] = u64(value[level])
+        budgets[variant_name(level, THINKING_LEVELS)] = u64(value[level])
     return budgets
 
 

@@ -142,7 +142,9 @@ def free_form(value: Any) -> Any:
     return canonical_free_form(value)
 
 
-def enum_value(value: Any, allowed: tuple[str, ...]) -> str:
+def variant_name(value: Any, allowed: tuple[str, ...]) -> str:
+    """A string naming one of ``allowed``: a record's tag (`role`, a block's `type`), a map key
+    naming a variant, a configuration choice. Anything but a string is not a name."""
     if type(value) is str:
         if value in allowed:
             return value
@@ -150,8 +152,31 @@ def enum_value(value: Any, allowed: tuple[str, ...]) -> str:
     raise invalid_type(value, "variant identifier")
 
 
-def enum_of(allowed: tuple[str, ...]) -> Decoder:
-    return lambda value: enum_value(value, allowed)
+def variant_name_of(allowed: tuple[str, ...]) -> Decoder:
+    return lambda value: variant_name(value, allowed)
+
+
+def enum_value(value: Any, allowed: tuple[str, ...], *, buffered: bool = False) -> str:
+    """A member whose type is one of the original's enums of plain variants (`stop_reason`,
+    `error_kind`, `thinking_level`, `execution_mode`), read as its decoder reads one from a JSON
+    value: a string names the variant; so does the key of an object of exactly one member, whose
+    value must be null (or, inside a message, whose members the original's decoder buffers
+    first, an empty object); any other value is neither of the two forms."""
+    if type(value) is str:
+        return variant_name(value, allowed)
+    if type(value) is dict:
+        if len(value) != 1:
+            raise DecodeError("invalid value: map, expected map with a single key")
+        ((key, unit),) = value.items()
+        name = variant_name(key, allowed)
+        if unit is None or (buffered and type(unit) is dict and not unit):
+            return name
+        raise invalid_type(unit, "unit")
+    raise invalid_type(value, "string or map")
+
+
+def enum_of(allowed: tuple[str, ...], *, buffered: bool = False) -> Decoder:
+    return lambda value: enum_value(value, allowed, buffered=buffered)
 
 
 def sequence(item: Decoder) -> Decoder:
@@ -261,7 +286,7 @@ def _tag(value: Any, tag: str, enum_name: str, allowed: tuple[str, ...]) -> str:
         raise invalid_type(value, f"internally tagged enum {enum_name}")
     if tag not in value:
         raise missing_field(tag)
-    return enum_value(value[tag], allowed)
+    return variant_name(value[tag], allowed)
 
 
 def decode_block(value: Any) -> dict[str, Any]:
@@ -417,7 +442,8 @@ _DECODERS: dict[str, Decoder] = {
 
 
 def _field_spec(m: schema.Member) -> FieldSpec:
-    decoder = enum_of(m.type) if isinstance(m.type, tuple) else _DECODERS[m.type]
+    # Every record here sits inside a message, which the original's decoder buffers first.
+    decoder = enum_of(m.type, buffered=True) if isinstance(m.type, tuple) else _DECODERS[m.type]
     if m.presence is Presence.REQUIRED:
         return FieldSpec(decoder, required=True)
     if m.presence is Presence.DEFAULT:
