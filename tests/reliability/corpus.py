@@ -420,10 +420,10 @@ CONFIG_KEYS: dict[str, str] = {
     "lease_ttl_secs": "count", "allow_fallback_limits": "boolean", "summarizer_timeout_ms": "count",
     "lease_dir": "string", "overflow_fallback": "choice", "estimator": "choice",
     "user_less_compaction": "boolean", "anchor_messages": "count", "summary_check": "choice",
-    "summarizer_fallback": "choice", "report_prefix": "boolean", "reduce_to": "fraction",
+    "summarizer_fallback": "choice", "working_set": "boolean", "report_prefix": "boolean", "reduce_to": "fraction",
     "summary_reuse": "boolean", "summary_placement": "choice", "eager_compaction_at": "fraction or null",
     "retention": "retention", "count_calibration": "choice", "lease_store": "choice",
-    "session_store": "choice", "session_ttl_secs": "positive count",
+    "session_store": "choice", "session_ttl_secs": "positive count", "profile": "choice",
 }
 
 
@@ -491,6 +491,7 @@ CONFIG_CLI_SAMPLE = (
     "config:count_calibration = 5",
     "config:reduce_to = 0",
     "config:session_ttl_secs = 0",
+    "config:profile = 5",
     "config:unknown key",
 )
 
