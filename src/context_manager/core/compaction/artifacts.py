@@ -96,6 +96,20 @@ _ERROR_LINE = re.compile(r"^\s*(?:error|fatal|FAILED|ERROR)\b[:\s]", re.MULTILIN
 _TRAILING = ".,;:!?'\")]}>"
 _KEYWORDS = frozenset(("True", "False", "None", "null", "true", "false", "def", "class", "return",
                        "self", "this", "import", "from", "function", "const", "let", "var"))
+# Names a call to which marks nothing the agent works on: language built-ins and the methods of
+# strings, lists and dicts ("print(", "len(", "strip("). Named with a mark of their own
+# (``text.strip``, ``load_all``) they stay.
+_BUILTIN_CALLS = frozenset((
+    "print", "len", "open", "range", "sorted", "reversed", "enumerate", "zip", "map", "filter",
+    "min", "max", "sum", "abs", "round", "any", "all", "str", "int", "float", "bool", "bytes",
+    "list", "dict", "set", "tuple", "type", "isinstance", "issubclass", "hasattr", "getattr",
+    "setattr", "delattr", "super", "repr", "iter", "next", "input", "exit", "format", "vars",
+    "dir", "id", "hash", "callable", "object", "strip", "lstrip", "rstrip", "split", "join",
+    "replace", "startswith", "endswith", "append", "extend", "insert", "items", "keys", "values",
+    "get", "pop", "update", "lower", "upper", "read", "write", "close", "readlines", "splitlines",
+    "find", "count", "index", "copy", "sort", "add", "remove", "encode", "decode", "require",
+    "parseInt", "toString", "push", "log", "echo", "printf", "println", "assert", "main",
+))
 _SEGMENT_BREAKS = frozenset(("&&", "||", ";", "|", "&", ";;", "(", ")"))
 _WRITE_REDIRECTS = frozenset((">", ">>", ">|", "&>"))
 
@@ -173,7 +187,9 @@ def _code_like(name: str, called: bool) -> bool:
     core = name.strip("_")
     if not core:
         return False
-    if called or "_" in core:
+    if called:
+        return name not in _BUILTIN_CALLS
+    if "_" in core:
         return True
     # An inner capital after a lower-case letter (camelCase, PascalCase with two words).
     rest = core[1:]
@@ -194,8 +210,8 @@ def symbols_in(text: str) -> Iterator[str]:
     seen: set[str] = set()
     for match in _IDENT.finditer(text):
         name = match.group()
-        if name in seen:
-            continue
+        if name in seen or match.start() > 0 and text[match.start() - 1] == "\\":
+            continue  # "\nName" in a string literal is an escape, not a name
         seen.add(name)
         called = name.endswith("(")
         if called:

@@ -25,6 +25,7 @@ fit, so no kind crowds the others out. The same head and previous summary give t
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -224,9 +225,33 @@ def _cost(entry: Entry, first: bool, estimator: Estimator) -> int:
     return estimator.text(_line(entry)) + 1 + (estimator.text(LABELS[entry.kind]) + 1 if first else 0)
 
 
+def _fold_prefixes(symbols: list[Entry]) -> list[Entry]:
+    """Symbols without those a longer one names (``a.b`` in ``a.b.c``, ``items`` in
+    ``items.append``): the longer one takes the higher score of the two."""
+    by_key = {e.key: Entry(e.kind, e.key, e.detail, e.score, e.count) for e in symbols}
+    keys = sorted(by_key)
+    folded: set[str] = set()
+    for key in sorted(keys, key=lambda k: (-len(k), k)):
+        stem = key + "."
+        at = bisect_left(keys, stem)
+        best: Entry | None = None
+        while at < len(keys) and keys[at].startswith(stem):
+            longer = by_key[keys[at]]
+            if keys[at] not in folded and (best is None or (longer.score, best.key) > (best.score, longer.key)):
+                best = longer
+            at += 1
+        if best is not None:
+            best.score = max(best.score, by_key[key].score)
+            folded.add(key)
+    return [entry for key, entry in by_key.items() if key not in folded]
+
+
 def render(entries: Sequence[Entry], summary: str, budget: int, estimator: Estimator) -> str:
     """The section of the entries that fit ``budget`` tokens; ``""`` when none does."""
-    ranked = {kind: sorted((e for e in entries if e.kind == kind and _eligible(e, summary)),
+    eligible = [e for e in entries if _eligible(e, summary)]
+    eligible = [e for e in eligible if e.kind != SYMBOL] \
+        + _fold_prefixes([e for e in eligible if e.kind == SYMBOL])
+    ranked = {kind: sorted((e for e in eligible if e.kind == kind),
                            key=lambda e: (-e.score, e.key)) for kind in KINDS}
     chosen: dict[str, list[Entry]] = {kind: [] for kind in KINDS}
     # Every line costs its own count plus one (the newline), an upper bound of the whole's.
