@@ -343,3 +343,27 @@ def test_the_section_is_deterministic_and_bounded(head: list[dict[str, Any]],
     # Read back, it gives the same section again (carried with nothing new, nothing moves).
     if first:
         assert working_set([], first, summary, budget, HEURISTIC) == first
+
+
+def test_carried_entries_the_head_did_not_touch_take_every_second_place():
+    previous = "## Working set\nFiles:\n- a.py (read)\n- b.py (read)\n- c.py (read)"
+    head = decoded(*(message for i, name in enumerate(("d.py", "e.py", "f.py"))
+                     for message in (AC(f"c{i}", "bash", {"command": f"touch {name}"}),
+                                     FR(f"c{i}", "bash", ""))))
+    # The head's entries, most recent first, alternate with the carried ones in their order, so
+    # a long head cannot push the earlier trail out at once.
+    assert working_set(head, previous, "", 400, HEURISTIC) == (
+        "## Working set\nFiles:\n- f.py (created)\n- a.py (read)\n- e.py (created)\n"
+        "- b.py (read)\n- d.py (created)\n- c.py (read)")
+    # With room for three, the least recent carried entries leave first.
+    assert working_set(head, previous, "", 20, HEURISTIC) == (
+        "## Working set\nFiles:\n- f.py (created)\n- a.py (read)\n- e.py (created)")
+
+
+def test_symbols_a_longer_symbol_names_are_folded_into_it():
+    head = decoded(A("Call `store.items` then print(len(rows)) and read config.loader.options "
+                     "beside config.loader; the string says \"\\nNextStep\"."))
+    # "store" is plain, "print" and "len" are built-ins, "config.loader" is named by the longer
+    # name, "\nNextStep" is an escape in a string; the backticked name is sighted twice.
+    assert working_set(head, None, "", 400, HEURISTIC) == (
+        "## Working set\nSymbols: store.items, config.loader.options")

@@ -13,10 +13,12 @@ previous summary (or a dropped-history note) carried. Each entry has a kind, a k
 * ``Commands``: ``- command (n×)``, only commands run at least :data:`RECUR` times.
 
 Ranking: an entry's score is the head index of its latest sighting plus
-:data:`FREQUENCY_WEIGHT` per further sighting (at most :data:`FREQUENCY_CAP`); a carried entry
-the head does not touch again scores below every head entry, in its previous order, so stale
-entries leave first. Entries the summary text already holds (the key found with word
-boundaries; the retained details are part of that text) are left out. The section takes at most
+:data:`FREQUENCY_WEIGHT` per further sighting (at most :data:`FREQUENCY_CAP`); the carried entries
+the head does not touch again keep their previous order and take every
+:data:`CARRIED_TURN`-th place of their kind, so stale entries leave first but over several
+compactions. A symbol a longer one names at a dot is folded into it. Entries the summary text
+already holds (the key found with word boundaries; the retained details are part of that text)
+are left out. The section takes at most
 ``budget`` tokens (:func:`section_budget`: the summary budget over :data:`SHARE_DIVISOR`); the
 kinds take turns in the order above, each its best remaining entry, until the next one does not
 fit, so no kind crowds the others out. The same head and previous summary give the same bytes.
@@ -52,6 +54,8 @@ SHARE_DIVISOR = 2
 FREQUENCY_WEIGHT = 2
 FREQUENCY_CAP = 5
 RECUR = 2
+# Every n-th place of a kind goes to a carried entry the head did not touch, while both remain.
+CARRIED_TURN = 2
 SYMBOLS_PREFIX = "Symbols: "
 
 # Render order, which is also the order in which the kinds take turns.
@@ -246,13 +250,27 @@ def _fold_prefixes(symbols: list[Entry]) -> list[Entry]:
     return [entry for key, entry in by_key.items() if key not in folded]
 
 
+def _with_carried_share(ranked: list[Entry]) -> list[Entry]:
+    """``ranked`` with the carried entries the head did not touch (negative scores) taking every
+    :data:`CARRIED_TURN`-th place while both remain: a long head cannot push the whole earlier
+    trail out at once, so an entry leaves over several compactions, the least recent first."""
+    fresh = [e for e in ranked if e.score >= 0]
+    carried = [e for e in ranked if e.score < 0]
+    merged: list[Entry] = []
+    while fresh and carried:
+        merged.extend(fresh[:CARRIED_TURN - 1])
+        del fresh[:CARRIED_TURN - 1]
+        merged.append(carried.pop(0))
+    return merged + fresh + carried
+
+
 def render(entries: Sequence[Entry], summary: str, budget: int, estimator: Estimator) -> str:
     """The section of the entries that fit ``budget`` tokens; ``""`` when none does."""
     eligible = [e for e in entries if _eligible(e, summary)]
     eligible = [e for e in eligible if e.kind != SYMBOL] \
         + _fold_prefixes([e for e in eligible if e.kind == SYMBOL])
-    ranked = {kind: sorted((e for e in eligible if e.kind == kind),
-                           key=lambda e: (-e.score, e.key)) for kind in KINDS}
+    ranked = {kind: _with_carried_share(sorted((e for e in eligible if e.kind == kind),
+                                               key=lambda e: (-e.score, e.key))) for kind in KINDS}
     chosen: dict[str, list[Entry]] = {kind: [] for kind in KINDS}
     # Every line costs its own count plus one (the newline), an upper bound of the whole's.
     spent = estimator.text(HEADING) + 1
