@@ -61,7 +61,7 @@ Files:
 - tests/test_config.py (ran)
 - /repo/src/app/config.py (edited)
 - /repo/tests/test_loader.py (created)
-Symbols: pytest, app.loader, load_all, RawConfig, parseConfig, parse_config
+Symbols: parse_config, pytest, app.loader, load_all, RawConfig, parseConfig
 Errors:
 - KeyError (cleared)
 Paths seen:
@@ -75,7 +75,7 @@ Commands:
 def test_the_section_of_a_hand_made_head():
     # Files with their last action (ranked by recency and repeats), the path only a search
     # surfaced (the file acted on is not repeated under its relative name), the symbols the user
-    # and the agent named, the error a later run of the same test cleared, the URL, the command
+    # and the agent named (what the user's words named ranks as current), the error a later run of the same test cleared, the URL, the command
     # run twice.
     assert working_set(HEAD(), None, "", 400, HEURISTIC) == SECTION
 
@@ -123,7 +123,7 @@ def test_the_previous_working_set_is_carried_below_what_the_head_touched():
     # (two symbols a turn) until the next entry of each does not fit.
     small = working_set(head, previous, "", 40, HEURISTIC)
     assert small == ("## Working set\nFiles:\n- tests/test_config.py (edited)\n"
-                     "Symbols: pytest, app.loader, load_all\nErrors:\n- KeyError (cleared)\n"
+                     "Symbols: parse_config, pytest\nErrors:\n- KeyError (cleared)\n"
                      "Paths seen:\n- src/app/loader.py")
 
 
@@ -149,9 +149,9 @@ def test_parse_section_reads_back_what_render_wrote():
         ("file", "tests/test_config.py", "ran", 1),
         ("file", "/repo/src/app/config.py", "edited", 1),
         ("file", "/repo/tests/test_loader.py", "created", 1),
-        ("symbol", "pytest", "", 1), ("symbol", "app.loader", "", 1), ("symbol", "load_all", "", 1),
+        ("symbol", "parse_config", "", 1), ("symbol", "pytest", "", 1),
+        ("symbol", "app.loader", "", 1), ("symbol", "load_all", "", 1),
         ("symbol", "RawConfig", "", 1), ("symbol", "parseConfig", "", 1),
-        ("symbol", "parse_config", "", 1),
         ("error", "KeyError", "cleared", 1),
         ("seen", "src/app/loader.py", "", 1),
         ("url", "https://example.com/issue/7", "", 1),

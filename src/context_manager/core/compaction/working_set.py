@@ -140,7 +140,12 @@ def collect(head: Sequence[Message], carried: Sequence[Entry]) -> list[Entry]:
                                                           entry.score, entry.count))
     known = {entry.key for entry in carried if entry.kind == FILE}
     in_head: set[tuple[str, str]] = set()
+    # What the user named in words (the task, a later instruction) stays current: it ranks as
+    # if sighted at the head's end.
+    asked = {index for index, message in enumerate(head) if _user_words(message)}
     for sighting in _sightings(head, known):
+        if sighting.position in asked:
+            sighting = Sighting(sighting.kind, sighting.key, sighting.detail, len(head))
         ident = (sighting.kind, sighting.key)
         found = entries.get(ident)
         if found is None:
@@ -154,7 +159,7 @@ def collect(head: Sequence[Message], carried: Sequence[Entry]) -> list[Entry]:
             in_head.add(ident)
             entry.count = min(entry.count, FREQUENCY_CAP)
         entry.count += 1
-        entry.score = sighting.position
+        entry.score = max(entry.score, sighting.position)
         entry.detail = _detail(sighting, entry.detail)
     # A path acted on is listed under files only (also when written relative to another
     # directory); an error name is listed under errors only.
@@ -178,6 +183,13 @@ def collect(head: Sequence[Message], carried: Sequence[Entry]) -> list[Entry]:
             entry.score += FREQUENCY_WEIGHT * min(entry.count - 1, FREQUENCY_CAP)
         result.append(entry)
     return result
+
+
+def _user_words(message: Message) -> bool:
+    """A user message of text only (one that carries function results is the harness's)."""
+    content = message.get("content")
+    return message.get("role") == "user" and isinstance(content, list) \
+        and all(block.get("type") == "text" for block in content) and not is_note(message)
 
 
 def _sightings(head: Sequence[Message], known: set[str]) -> list[Sighting]:
