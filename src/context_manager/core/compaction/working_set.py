@@ -60,8 +60,9 @@ SYMBOLS_PREFIX = "Symbols: "
 
 # Render order, which is also the order in which the kinds take turns.
 KINDS = (FILE, SYMBOL, ERROR, SEEN, URL, COMMAND)
-# Entries a kind takes per turn: symbols are the most numerous and the most often needed again.
-TURNS = {FILE: 1, SYMBOL: 2, ERROR: 1, SEEN: 1, URL: 1, COMMAND: 1}
+# Entries a kind takes per turn: symbols are the most numerous and the most often needed again,
+# and three of them cost about one path line.
+TURNS = {FILE: 1, SYMBOL: 3, ERROR: 1, SEEN: 1, URL: 1, COMMAND: 1}
 LABELS = {FILE: "Files:", SEEN: "Paths seen:", ERROR: "Errors:", URL: "URLs:", COMMAND: "Commands:"}
 _KIND_OF_LABEL = {label: kind for kind, label in LABELS.items()}
 _DETAIL = re.compile(r"^(.*) \(([^()]*)\)$")
