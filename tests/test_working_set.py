@@ -367,3 +367,12 @@ def test_symbols_a_longer_symbol_names_are_folded_into_it():
     # name, "\nNextStep" is an escape in a string; the backticked name is sighted twice.
     assert working_set(head, None, "", 400, HEURISTIC) == (
         "## Working set\nSymbols: store.items, config.loader.options")
+
+
+def test_an_imported_module_is_a_symbol_also_when_it_reads_like_a_file_name():
+    head = decoded(AC("c1", "bash", {"command": "cat > check.py << 'EOF'\nimport os\n"
+                                                "from django.conf import settings\nEOF"}),
+                   FR("c1", "bash", ""))
+    # "django.conf" would be a file name ("conf" is an extension); after "from" it is a module.
+    assert working_set(head, None, "", 400, HEURISTIC) == (
+        "## Working set\nFiles:\n- check.py (created)\nSymbols: django.conf")

@@ -89,6 +89,7 @@ _LINE_SUFFIX = re.compile(r"(?::\d+)+:?$")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(\()?")
 _BACKTICK = re.compile(r"`([^`\n]{1,120})`")
 _DEFINITION = re.compile(r"\b(?:def|class|fn|func|function|struct|interface|trait)\s+([A-Za-z_][A-Za-z0-9_]*)")
+_IMPORT_BEFORE = re.compile(r"(?:^|[\s;(])(?:from|import)[ \t]+$")
 _CD_PREFIX = re.compile(r"^cd \S+ && ")
 _TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
 _ERROR_NAME = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b")
@@ -216,8 +217,14 @@ def symbols_in(text: str) -> Iterator[str]:
         called = name.endswith("(")
         if called:
             name = name[:-1]
-        if _code_like(name, called):
+        if _code_like(name, called) or "." in name and _imported(text, match.start()):
             yield name
+
+
+def _imported(text: str, start: int) -> bool:
+    """Does the name at ``start`` follow ``from`` or ``import``? Then it is a module, also when
+    it reads like a file name (``django.conf``, ``app.json``)."""
+    return _IMPORT_BEFORE.search(text, max(0, start - 16), start) is not None
 
 
 def errors_in(text: str) -> Iterator[tuple[str, str]]:
