@@ -370,9 +370,17 @@ def test_symbols_a_longer_symbol_names_are_folded_into_it():
 
 
 def test_an_imported_module_is_a_symbol_also_when_it_reads_like_a_file_name():
-    head = decoded(AC("c1", "bash", {"command": "cat > check.py << 'EOF'\nimport os\n"
-                                                "from django.conf import settings\nEOF"}),
+    head = decoded(AC("c1", "bash", {"command": "python -c 'import os; from django.conf import settings'"}),
                    FR("c1", "bash", ""))
     # "django.conf" would be a file name ("conf" is an extension); after "from" it is a module.
+    assert working_set(head, None, "", 400, HEURISTIC) == "## Working set\nSymbols: django.conf"
+
+
+def test_the_paths_a_script_names_are_seen():
+    head = decoded(AC("c1", "bash", {"command": "python - << 'EOF'\ntext = open('src/app.py').read()\n"
+                                                "open('src/app.py.fixed', 'w').write(text)\nEOF"}),
+                   FR("c1", "bash", ""))
+    # The script's paths, not acted on by the command itself, are seen; the copy's name without
+    # its directory reads as a dotted name.
     assert working_set(head, None, "", 400, HEURISTIC) == (
-        "## Working set\nFiles:\n- check.py (created)\nSymbols: django.conf")
+        "## Working set\nSymbols: app.py.fixed\nPaths seen:\n- src/app.py\n- src/app.py.fixed")

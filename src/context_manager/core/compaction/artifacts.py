@@ -11,8 +11,8 @@
   whose program says the action (``cat``/``grep``/``ls``… read, ``sed -i`` edits, ``> file``
   writes, ``python``/``pytest``/``make``… run); a call with no path of its own that edits
   (an ``edit`` after an ``open``) acts on the last file opened or created;
-* ``seen``: a path a function result surfaced (listing and search output, stack traces) or a
-  user or assistant text named;
+* ``seen``: a path a function result surfaced (listing and search output, stack traces), a
+  user or assistant text named, or the code a call carries names (a script's ``open(...)``);
 * ``symbol``: a code symbol the user or the agent named: an identifier in a text that carries a
   mark of code (an underscore, an inner capital, a dot between names, a call's parenthesis, or
   backticks), a definition (``def``/``class``/``fn``/``function``) in call arguments, an
@@ -473,6 +473,10 @@ def _call(walk: _Walk, index: int, block: dict[str, Any]) -> None:
         # The code the command carries (a script it writes, "python -c"): its marked names.
         for symbol in symbols_in(command[:CODE_CHARS]):
             walk.add(SYMBOL, symbol, "", index)
+        # The paths that code names (a script's open("out.py.bak", "w")).
+        if "\n" in command:
+            for path in paths_in_text(command.split("\n", 1)[1][:CODE_CHARS]):
+                walk.add(SEEN, path, "", index)
         for url in urls_in(command):
             walk.add(URL, url, "", index)
         subject = parsed.subject
@@ -492,6 +496,8 @@ def _call(walk: _Walk, index: int, block: dict[str, Any]) -> None:
             if "\n" in value or len(value) > SHORT_VALUE_CHARS:
                 for name in symbols_in(value[:CODE_CHARS]):
                     walk.add(SYMBOL, name, "", index)
+                for path in paths_in_text(value[:CODE_CHARS]):
+                    walk.add(SEEN, path, "", index)
             single = value.strip()
             if _is_path_key(key) or (" " not in single and "\n" not in single and clean_path(single)):
                 path = clean_path(single)
