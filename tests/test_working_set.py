@@ -61,7 +61,7 @@ Files:
 - tests/test_config.py (ran)
 - /repo/src/app/config.py (edited)
 - /repo/tests/test_loader.py (created)
-Symbols: pytest, app.loader, load_all, RawConfig, parseConfig, parse_config
+Symbols: parse_config, pytest, app.loader, load_all, RawConfig, parseConfig
 Errors:
 - KeyError (cleared)
 Paths seen:
@@ -75,7 +75,7 @@ Commands:
 def test_the_section_of_a_hand_made_head():
     # Files with their last action (ranked by recency and repeats), the path only a search
     # surfaced (the file acted on is not repeated under its relative name), the symbols the user
-    # and the agent named, the error a later run of the same test cleared, the URL, the command
+    # and the agent named (what the user's words named ranks as current), the error a later run of the same test cleared, the URL, the command
     # run twice.
     assert working_set(HEAD(), None, "", 400, HEURISTIC) == SECTION
 
@@ -120,11 +120,11 @@ def test_the_previous_working_set_is_carried_below_what_the_head_touched():
     assert section == SECTION.replace(
         "- tests/test_config.py (ran)\n", "- tests/test_config.py (edited)\n")
     # With less room, the carried entries that rank last leave first; the kinds take turns
-    # (two symbols a turn) until the next entry of each does not fit.
-    small = working_set(head, previous, "", 40, HEURISTIC)
+    # (three symbols a turn) until the next entry of each does not fit.
+    small = working_set(head, previous, "", 44, HEURISTIC)
     assert small == ("## Working set\nFiles:\n- tests/test_config.py (edited)\n"
-                     "Symbols: pytest, app.loader, load_all\nErrors:\n- KeyError (cleared)\n"
-                     "Paths seen:\n- src/app/loader.py")
+                     "Symbols: parse_config, pytest, app.loader, load_all\nErrors:\n"
+                     "- KeyError (cleared)\nPaths seen:\n- src/app/loader.py")
 
 
 def test_entries_the_summary_holds_are_left_out():
@@ -149,9 +149,9 @@ def test_parse_section_reads_back_what_render_wrote():
         ("file", "tests/test_config.py", "ran", 1),
         ("file", "/repo/src/app/config.py", "edited", 1),
         ("file", "/repo/tests/test_loader.py", "created", 1),
-        ("symbol", "pytest", "", 1), ("symbol", "app.loader", "", 1), ("symbol", "load_all", "", 1),
+        ("symbol", "parse_config", "", 1), ("symbol", "pytest", "", 1),
+        ("symbol", "app.loader", "", 1), ("symbol", "load_all", "", 1),
         ("symbol", "RawConfig", "", 1), ("symbol", "parseConfig", "", 1),
-        ("symbol", "parse_config", "", 1),
         ("error", "KeyError", "cleared", 1),
         ("seen", "src/app/loader.py", "", 1),
         ("url", "https://example.com/issue/7", "", 1),
@@ -343,3 +343,44 @@ def test_the_section_is_deterministic_and_bounded(head: list[dict[str, Any]],
     # Read back, it gives the same section again (carried with nothing new, nothing moves).
     if first:
         assert working_set([], first, summary, budget, HEURISTIC) == first
+
+
+def test_carried_entries_the_head_did_not_touch_take_every_second_place():
+    previous = "## Working set\nFiles:\n- a.py (read)\n- b.py (read)\n- c.py (read)"
+    head = decoded(*(message for i, name in enumerate(("d.py", "e.py", "f.py"))
+                     for message in (AC(f"c{i}", "bash", {"command": f"touch {name}"}),
+                                     FR(f"c{i}", "bash", ""))))
+    # The head's entries, most recent first, alternate with the carried ones in their order, so
+    # a long head cannot push the earlier trail out at once.
+    assert working_set(head, previous, "", 400, HEURISTIC) == (
+        "## Working set\nFiles:\n- f.py (created)\n- a.py (read)\n- e.py (created)\n"
+        "- b.py (read)\n- d.py (created)\n- c.py (read)")
+    # With room for three, the least recent carried entries leave first.
+    assert working_set(head, previous, "", 20, HEURISTIC) == (
+        "## Working set\nFiles:\n- f.py (created)\n- a.py (read)\n- e.py (created)")
+
+
+def test_symbols_a_longer_symbol_names_are_folded_into_it():
+    head = decoded(A("Call `store.items` then print(len(rows)) and read config.loader.options "
+                     "beside config.loader; the string says \"\\nNextStep\"."))
+    # "store" is plain, "print" and "len" are built-ins, "config.loader" is named by the longer
+    # name, "\nNextStep" is an escape in a string; the backticked name is sighted twice.
+    assert working_set(head, None, "", 400, HEURISTIC) == (
+        "## Working set\nSymbols: store.items, config.loader.options")
+
+
+def test_an_imported_module_is_a_symbol_also_when_it_reads_like_a_file_name():
+    head = decoded(AC("c1", "bash", {"command": "python -c 'import os; from django.conf import settings'"}),
+                   FR("c1", "bash", ""))
+    # "django.conf" would be a file name ("conf" is an extension); after "from" it is a module.
+    assert working_set(head, None, "", 400, HEURISTIC) == "## Working set\nSymbols: django.conf"
+
+
+def test_the_paths_a_script_names_are_seen():
+    head = decoded(AC("c1", "bash", {"command": "python - << 'EOF'\ntext = open('src/app.py').read()\n"
+                                                "open('src/app.py.fixed', 'w').write(text)\nEOF"}),
+                   FR("c1", "bash", ""))
+    # The script's paths, not acted on by the command itself, are seen; the copy's name without
+    # its directory reads as a dotted name.
+    assert working_set(head, None, "", 400, HEURISTIC) == (
+        "## Working set\nSymbols: app.py.fixed\nPaths seen:\n- src/app.py\n- src/app.py.fixed")

@@ -11,8 +11,8 @@
   whose program says the action (``cat``/``grep``/``ls``… read, ``sed -i`` edits, ``> file``
   writes, ``python``/``pytest``/``make``… run); a call with no path of its own that edits
   (an ``edit`` after an ``open``) acts on the last file opened or created;
-* ``seen``: a path a function result surfaced (listing and search output, stack traces) or a
-  user or assistant text named;
+* ``seen``: a path a function result surfaced (listing and search output, stack traces), a
+  user or assistant text named, or the code a call carries names (a script's ``open(...)``);
 * ``symbol``: a code symbol the user or the agent named: an identifier in a text that carries a
   mark of code (an underscore, an inner capital, a dot between names, a call's parenthesis, or
   backticks), a definition (``def``/``class``/``fn``/``function``) in call arguments, an
@@ -89,6 +89,7 @@ _LINE_SUFFIX = re.compile(r"(?::\d+)+:?$")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(\()?")
 _BACKTICK = re.compile(r"`([^`\n]{1,120})`")
 _DEFINITION = re.compile(r"\b(?:def|class|fn|func|function|struct|interface|trait)\s+([A-Za-z_][A-Za-z0-9_]*)")
+_IMPORT_BEFORE = re.compile(r"(?:^|[\s;(])(?:from|import)[ \t]+$")
 _CD_PREFIX = re.compile(r"^cd \S+ && ")
 _TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
 _ERROR_NAME = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b")
@@ -96,6 +97,20 @@ _ERROR_LINE = re.compile(r"^\s*(?:error|fatal|FAILED|ERROR)\b[:\s]", re.MULTILIN
 _TRAILING = ".,;:!?'\")]}>"
 _KEYWORDS = frozenset(("True", "False", "None", "null", "true", "false", "def", "class", "return",
                        "self", "this", "import", "from", "function", "const", "let", "var"))
+# Names a call to which marks nothing the agent works on: language built-ins and the methods of
+# strings, lists and dicts ("print(", "len(", "strip("). Named with a mark of their own
+# (``text.strip``, ``load_all``) they stay.
+_BUILTIN_CALLS = frozenset((
+    "print", "len", "open", "range", "sorted", "reversed", "enumerate", "zip", "map", "filter",
+    "min", "max", "sum", "abs", "round", "any", "all", "str", "int", "float", "bool", "bytes",
+    "list", "dict", "set", "tuple", "type", "isinstance", "issubclass", "hasattr", "getattr",
+    "setattr", "delattr", "super", "repr", "iter", "next", "input", "exit", "format", "vars",
+    "dir", "id", "hash", "callable", "object", "strip", "lstrip", "rstrip", "split", "join",
+    "replace", "startswith", "endswith", "append", "extend", "insert", "items", "keys", "values",
+    "get", "pop", "update", "lower", "upper", "read", "write", "close", "readlines", "splitlines",
+    "find", "count", "index", "copy", "sort", "add", "remove", "encode", "decode", "require",
+    "parseInt", "toString", "push", "log", "echo", "printf", "println", "assert", "main",
+))
 _SEGMENT_BREAKS = frozenset(("&&", "||", ";", "|", "&", ";;", "(", ")"))
 _WRITE_REDIRECTS = frozenset((">", ">>", ">|", "&>"))
 
@@ -173,7 +188,9 @@ def _code_like(name: str, called: bool) -> bool:
     core = name.strip("_")
     if not core:
         return False
-    if called or "_" in core:
+    if called:
+        return name not in _BUILTIN_CALLS
+    if "_" in core:
         return True
     # An inner capital after a lower-case letter (camelCase, PascalCase with two words).
     rest = core[1:]
@@ -194,14 +211,20 @@ def symbols_in(text: str) -> Iterator[str]:
     seen: set[str] = set()
     for match in _IDENT.finditer(text):
         name = match.group()
-        if name in seen:
-            continue
+        if name in seen or match.start() > 0 and text[match.start() - 1] == "\\":
+            continue  # "\nName" in a string literal is an escape, not a name
         seen.add(name)
         called = name.endswith("(")
         if called:
             name = name[:-1]
-        if _code_like(name, called):
+        if _code_like(name, called) or "." in name and _imported(text, match.start()):
             yield name
+
+
+def _imported(text: str, start: int) -> bool:
+    """Does the name at ``start`` follow ``from`` or ``import``? Then it is a module, also when
+    it reads like a file name (``django.conf``, ``app.json``)."""
+    return _IMPORT_BEFORE.search(text, max(0, start - 16), start) is not None
 
 
 def errors_in(text: str) -> Iterator[tuple[str, str]]:
@@ -450,6 +473,10 @@ def _call(walk: _Walk, index: int, block: dict[str, Any]) -> None:
         # The code the command carries (a script it writes, "python -c"): its marked names.
         for symbol in symbols_in(command[:CODE_CHARS]):
             walk.add(SYMBOL, symbol, "", index)
+        # The paths that code names (a script's open("out.py.bak", "w")).
+        if "\n" in command:
+            for path in paths_in_text(command.split("\n", 1)[1][:CODE_CHARS]):
+                walk.add(SEEN, path, "", index)
         for url in urls_in(command):
             walk.add(URL, url, "", index)
         subject = parsed.subject
@@ -469,6 +496,8 @@ def _call(walk: _Walk, index: int, block: dict[str, Any]) -> None:
             if "\n" in value or len(value) > SHORT_VALUE_CHARS:
                 for name in symbols_in(value[:CODE_CHARS]):
                     walk.add(SYMBOL, name, "", index)
+                for path in paths_in_text(value[:CODE_CHARS]):
+                    walk.add(SEEN, path, "", index)
             single = value.strip()
             if _is_path_key(key) or (" " not in single and "\n" not in single and clean_path(single)):
                 path = clean_path(single)

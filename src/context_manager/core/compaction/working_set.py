@@ -13,10 +13,12 @@ previous summary (or a dropped-history note) carried. Each entry has a kind, a k
 * ``Commands``: ``- command (n×)``, only commands run at least :data:`RECUR` times.
 
 Ranking: an entry's score is the head index of its latest sighting plus
-:data:`FREQUENCY_WEIGHT` per further sighting (at most :data:`FREQUENCY_CAP`); a carried entry
-the head does not touch again scores below every head entry, in its previous order, so stale
-entries leave first. Entries the summary text already holds (the key found with word
-boundaries; the retained details are part of that text) are left out. The section takes at most
+:data:`FREQUENCY_WEIGHT` per further sighting (at most :data:`FREQUENCY_CAP`); the carried entries
+the head does not touch again keep their previous order and take every
+:data:`CARRIED_TURN`-th place of their kind, so stale entries leave first but over several
+compactions. A symbol a longer one names at a dot is folded into it. Entries the summary text
+already holds (the key found with word boundaries; the retained details are part of that text)
+are left out. The section takes at most
 ``budget`` tokens (:func:`section_budget`: the summary budget over :data:`SHARE_DIVISOR`); the
 kinds take turns in the order above, each its best remaining entry, until the next one does not
 fit, so no kind crowds the others out. The same head and previous summary give the same bytes.
@@ -25,6 +27,7 @@ fit, so no kind crowds the others out. The same head and previous summary give t
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,12 +54,15 @@ SHARE_DIVISOR = 2
 FREQUENCY_WEIGHT = 2
 FREQUENCY_CAP = 5
 RECUR = 2
+# Every n-th place of a kind goes to a carried entry the head did not touch, while both remain.
+CARRIED_TURN = 2
 SYMBOLS_PREFIX = "Symbols: "
 
 # Render order, which is also the order in which the kinds take turns.
 KINDS = (FILE, SYMBOL, ERROR, SEEN, URL, COMMAND)
-# Entries a kind takes per turn: symbols are the most numerous and the most often needed again.
-TURNS = {FILE: 1, SYMBOL: 2, ERROR: 1, SEEN: 1, URL: 1, COMMAND: 1}
+# Entries a kind takes per turn: symbols are the most numerous and the most often needed again,
+# and three of them cost about one path line.
+TURNS = {FILE: 1, SYMBOL: 3, ERROR: 1, SEEN: 1, URL: 1, COMMAND: 1}
 LABELS = {FILE: "Files:", SEEN: "Paths seen:", ERROR: "Errors:", URL: "URLs:", COMMAND: "Commands:"}
 _KIND_OF_LABEL = {label: kind for kind, label in LABELS.items()}
 _DETAIL = re.compile(r"^(.*) \(([^()]*)\)$")
@@ -135,7 +141,12 @@ def collect(head: Sequence[Message], carried: Sequence[Entry]) -> list[Entry]:
                                                           entry.score, entry.count))
     known = {entry.key for entry in carried if entry.kind == FILE}
     in_head: set[tuple[str, str]] = set()
+    # What the user named in words (the task, a later instruction) stays current: it ranks as
+    # if sighted at the head's end.
+    asked = {index for index, message in enumerate(head) if _user_words(message)}
     for sighting in _sightings(head, known):
+        if sighting.position in asked:
+            sighting = Sighting(sighting.kind, sighting.key, sighting.detail, len(head))
         ident = (sighting.kind, sighting.key)
         found = entries.get(ident)
         if found is None:
@@ -149,7 +160,7 @@ def collect(head: Sequence[Message], carried: Sequence[Entry]) -> list[Entry]:
             in_head.add(ident)
             entry.count = min(entry.count, FREQUENCY_CAP)
         entry.count += 1
-        entry.score = sighting.position
+        entry.score = max(entry.score, sighting.position)
         entry.detail = _detail(sighting, entry.detail)
     # A path acted on is listed under files only (also when written relative to another
     # directory); an error name is listed under errors only.
@@ -173,6 +184,13 @@ def collect(head: Sequence[Message], carried: Sequence[Entry]) -> list[Entry]:
             entry.score += FREQUENCY_WEIGHT * min(entry.count - 1, FREQUENCY_CAP)
         result.append(entry)
     return result
+
+
+def _user_words(message: Message) -> bool:
+    """A user message of text only (one that carries function results is the harness's)."""
+    content = message.get("content")
+    return message.get("role") == "user" and isinstance(content, list) \
+        and all(block.get("type") == "text" for block in content) and not is_note(message)
 
 
 def _sightings(head: Sequence[Message], known: set[str]) -> list[Sighting]:
@@ -224,10 +242,48 @@ def _cost(entry: Entry, first: bool, estimator: Estimator) -> int:
     return estimator.text(_line(entry)) + 1 + (estimator.text(LABELS[entry.kind]) + 1 if first else 0)
 
 
+def _fold_prefixes(symbols: list[Entry]) -> list[Entry]:
+    """Symbols without those a longer one names (``a.b`` in ``a.b.c``, ``items`` in
+    ``items.append``): the longer one takes the higher score of the two."""
+    by_key = {e.key: Entry(e.kind, e.key, e.detail, e.score, e.count) for e in symbols}
+    keys = sorted(by_key)
+    folded: set[str] = set()
+    for key in sorted(keys, key=lambda k: (-len(k), k)):
+        stem = key + "."
+        at = bisect_left(keys, stem)
+        best: Entry | None = None
+        while at < len(keys) and keys[at].startswith(stem):
+            longer = by_key[keys[at]]
+            if keys[at] not in folded and (best is None or (longer.score, best.key) > (best.score, longer.key)):
+                best = longer
+            at += 1
+        if best is not None:
+            best.score = max(best.score, by_key[key].score)
+            folded.add(key)
+    return [entry for key, entry in by_key.items() if key not in folded]
+
+
+def _with_carried_share(ranked: list[Entry]) -> list[Entry]:
+    """``ranked`` with the carried entries the head did not touch (negative scores) taking every
+    :data:`CARRIED_TURN`-th place while both remain: a long head cannot push the whole earlier
+    trail out at once, so an entry leaves over several compactions, the least recent first."""
+    fresh = [e for e in ranked if e.score >= 0]
+    carried = [e for e in ranked if e.score < 0]
+    merged: list[Entry] = []
+    while fresh and carried:
+        merged.extend(fresh[:CARRIED_TURN - 1])
+        del fresh[:CARRIED_TURN - 1]
+        merged.append(carried.pop(0))
+    return merged + fresh + carried
+
+
 def render(entries: Sequence[Entry], summary: str, budget: int, estimator: Estimator) -> str:
     """The section of the entries that fit ``budget`` tokens; ``""`` when none does."""
-    ranked = {kind: sorted((e for e in entries if e.kind == kind and _eligible(e, summary)),
-                           key=lambda e: (-e.score, e.key)) for kind in KINDS}
+    eligible = [e for e in entries if _eligible(e, summary)]
+    eligible = [e for e in eligible if e.kind != SYMBOL] \
+        + _fold_prefixes([e for e in eligible if e.kind == SYMBOL])
+    ranked = {kind: _with_carried_share(sorted((e for e in eligible if e.kind == kind),
+                                               key=lambda e: (-e.score, e.key))) for kind in KINDS}
     chosen: dict[str, list[Entry]] = {kind: [] for kind in KINDS}
     # Every line costs its own count plus one (the newline), an upper bound of the whole's.
     spent = estimator.text(HEADING) + 1
