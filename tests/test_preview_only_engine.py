@@ -137,7 +137,9 @@ def test_a_preview_between_two_turns_changes_nothing(start: Callable[[str], Run]
     assert previewed.assemble(second) == expected[1]
 
     fits = json.loads(answers[0])
-    assert (fits["token_count"], fits["usable"], fits["applied"]["compacted"]) == (1488, 4900, False)
+    # The console sends the compaction's tail: the anchor the summary carries is put back first.
+    assert (fits["token_count"], fits["usable"], fits["applied"]["compacted"]) == (1510, 4900, False)
+    assert fits["applied"]["anchor_tokens"] == 22
     overflow = "error: invocation_failed: handler error: context/overflow: assembled context requires {} " \
                "tokens but usable budget is {}"
     assert answers[1:] == [overflow.format(9396, 4900), overflow.format(1366, 1340)]
