@@ -323,7 +323,7 @@ def test_eager_compaction_at_is_null_or_a_fraction():
 # --- profile -------------------------------------------------------------------------------
 
 RECOMMENDED = {"summary_check": "append", "summarizer_fallback": "extractive", "working_set": True,
-               "reduce_to": 0.6, "overflow_fallback": "drop_oldest", "summary_reuse": True,
+               "overflow_fallback": "drop_oldest", "summary_reuse": True,
                "eager_compaction_at": 0.8}
 
 
@@ -334,8 +334,8 @@ def test_the_recommended_profile_implies_its_keys():
 
 
 def test_an_explicit_key_wins_over_the_profile():
-    config = parse_config_value({"profile": "recommended", "working_set": False, "reduce_to": 1})
-    assert (config.working_set, config.reduce_to, config.summary_check) == (False, 1.0, "append")
+    config = parse_config_value({"profile": "recommended", "working_set": False, "eager_compaction_at": None})
+    assert (config.working_set, config.eager_compaction_at, config.summary_check) == (False, None, "append")
 
 
 def test_the_faithful_profile_is_the_default_config():

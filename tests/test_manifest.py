@@ -67,7 +67,6 @@ EXPECTED = """{
     "recommended": {
       "eager_compaction_at": 0.8,
       "overflow_fallback": "drop_oldest",
-      "reduce_to": 0.6,
       "summarizer_fallback": "extractive",
       "summary_check": "append",
       "summary_reuse": true,

@@ -528,7 +528,9 @@ def test_profile_selector_shows_and_proposes_the_profile(tmp_path, node_availabl
         "summary_check": True, "summarizer_fallback": True, "working_set": False,
         "overflow_fallback": True, "summary_reuse": True, "report_prefix": False}
     assert implied["summary_check"]["meta"] == 'Default: "append" (recommended profile)'
-    assert (implied["reduce_to"]["placeholder"], implied["reduce_to"]["meta"]) == ("0.6", "Default: 0.6 (recommended profile)")
+    assert (implied["eager_compaction_at"]["placeholder"], implied["eager_compaction_at"]["meta"]) == (
+        "0.8", "Default: 0.8 (recommended profile)")
+    assert (implied["reduce_to"]["placeholder"], implied["reduce_to"]["meta"]) == ("1", "Default: 1")
     assert controls[0]["summary_check"]["meta"] == "Default: off"
     assert [r["proposals"] for r in results[2:]] == [
         [{"profile": "recommended"}],

@@ -497,7 +497,7 @@ def test_choosing_the_recommended_profile_shows_what_it_implies(browser: Browser
                                                      for key in SWITCHES}
     placeholders = browser.js("""Object.fromEntries([...document.querySelectorAll('input[type=number]')]
         .map((input) => [input.closest('[data-field]').dataset.field, input.placeholder]))""")
-    assert (placeholders["reduce_to"], placeholders["eager_compaction_at"]) == ("0.6", "0.8")
+    assert (placeholders["reduce_to"], placeholders["eager_compaction_at"]) == ("1", "0.8")
     # Turning an implied switch off overrides the profile for that key alone.
     click(browser, "working_set")
     assert last_proposal(browser) == {"profile": "recommended", "working_set": False}

@@ -42,7 +42,7 @@ WORKER_MODES: tuple[Mode, ...] = (
     # The recommended profile less one member each: why each is in it (BENCHMARKS.md).
     Mode("worker: recommended less check", True, {**RECOMMENDED, "summary_check": "off"}),
     Mode("worker: recommended less working set", True, {**RECOMMENDED, "working_set": False}),
-    Mode("worker: recommended less reduce_to", True, {**RECOMMENDED, "reduce_to": 1.0}),
+    Mode("worker: recommended plus reduce_to 0.6", True, {**RECOMMENDED, "reduce_to": 0.6}),
     Mode("worker: recommended less eager", True, {**RECOMMENDED, "eager_compaction_at": None}),
     Mode("worker: recommended without summariser less extractive", False,
          {**RECOMMENDED, "summarizer_fallback": "none"}),

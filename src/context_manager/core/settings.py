@@ -28,7 +28,6 @@ PROFILE_KEYS: dict[str, dict[str, Any]] = {
         "summary_check": "append",
         "summarizer_fallback": "extractive",
         "working_set": True,
-        "reduce_to": 0.6,
         "overflow_fallback": "drop_oldest",
         "summary_reuse": True,
         "eager_compaction_at": 0.8,

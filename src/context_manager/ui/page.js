@@ -15,7 +15,6 @@ const PROFILES = {
     summary_check: 'append',
     summarizer_fallback: 'extractive',
     working_set: true,
-    reduce_to: 0.6,
     overflow_fallback: 'drop_oldest',
     summary_reuse: true,
     eager_compaction_at: 0.8,
