@@ -14,6 +14,8 @@ import orjson
 from context_manager.adapters.callable_summarizer import AsyncSummarizer, SyncSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
+from context_manager.core.counting.calibration import SHARED_LEDGER
+from context_manager.core.memo import SHARED_MEMO
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.registry import FUNCTIONS
@@ -22,7 +24,8 @@ from context_manager.wire.plain import plain_answer, watching_fragments
 
 log = logging.getLogger("context_manager")
 
-# Every library call of this process shares one bounded store of remembered compactions.
+# Every library call of this process shares one bounded store of remembered compactions, one
+# ledger of what it sent (``count_calibration: usage``) and, for the command line, one memo.
 LIBRARY_SESSIONS = MemorySessionStore()
 
 
@@ -45,7 +48,7 @@ Summarizer = SyncSummarizer | AsyncSummarizer
 
 def build_context(config: WorkerConfig, summarizer: Summarizer | None) -> HandlerContext:
     ctx = HandlerContext(config=config, tokenizers=PACKAGED_TOKENIZERS, payload_from_json=True,
-                         session_store=LIBRARY_SESSIONS)
+                         session_store=LIBRARY_SESSIONS, memo=SHARED_MEMO, sent_ledger=SHARED_LEDGER)
     if summarizer is not None:
         from context_manager.adapters.callable_summarizer import CallableSummarizer
 

@@ -32,7 +32,7 @@ Neither structure locks: each cache holds its own lock around them.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, KeysView, ValuesView
+from collections.abc import Callable, ItemsView, KeysView, ValuesView
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
@@ -122,6 +122,10 @@ class ByteLRU(Generic[K, V]):
     def values(self) -> ValuesView[V]:
         """Values, least recently used first."""
         return self._order.values()
+
+    def items(self) -> ItemsView[K, V]:
+        """Entries, least recently used first."""
+        return self._order.items()
 
     def __contains__(self, key: object) -> bool:
         return key in self._order
