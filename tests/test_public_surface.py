@@ -1,4 +1,4 @@
-"""The package root exports what `call()` takes and raises, and nothing else."""
+"""The package root exports what `call()` and `acall()` take and raise, and nothing else."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from context_manager import DEFAULT_CONFIG, CallError, ConfigError, WorkerConfig
 
 def test_the_root_exports_exactly_the_call_surface():
     assert sorted(context_manager.__all__) == sorted([
-        "DEFAULT_CONFIG", "CallError", "ConfigError", "SyncSummarizer", "UnknownFunction",
-        "WorkerConfig", "__version__", "call",
+        "DEFAULT_CONFIG", "AsyncSummarizer", "CallError", "ConfigError", "Error", "SyncSummarizer",
+        "UnknownFunction", "WorkerConfig", "__version__", "acall", "call",
     ])
     for name in context_manager.__all__:
         assert hasattr(context_manager, name), name

@@ -60,11 +60,16 @@ def test_without_a_memo_nothing_is_reused_across_calls() -> None:
 
 
 def test_a_handler_context_maps_onto_the_policy() -> None:
-    assert call_reuse(HandlerContext(payload_from_json=True)) == \
+    assert call_reuse(HandlerContext(payload_from_json=True, memo=SHARED_MEMO)) == \
         CallReuse(memo=SHARED_MEMO, owned=True, as_is={})
-    auto = HandlerContext(config=WorkerConfig(estimator="auto"), payload_from_json=True)
+    auto = HandlerContext(config=WorkerConfig(estimator="auto"), payload_from_json=True, memo=SHARED_MEMO)
     assert call_reuse(auto) == CallReuse(memo=SHARED_MEMO, owned=True, as_is=None)
     assert call_reuse(HandlerContext(memo=None)) == NO_REUSE
+
+
+def test_a_handler_context_shares_no_memo_unless_given_one() -> None:
+    assert HandlerContext().memo is None and HandlerContext().sent_ledger is None
+    assert call_reuse(HandlerContext(payload_from_json=True)) == CallReuse(memo=None, owned=True, as_is={})
 
 
 # --- decoding under a reuse value -------------------------------------------------------------

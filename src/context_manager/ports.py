@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from context_manager.wire.errors import Error
 from context_manager.wire.ints import I64_MAX, I64_MIN
 from context_manager.wire.trace import TraceContext
 
@@ -38,7 +39,7 @@ class ModelBudget:
     effective_max_output_tokens: int
 
 
-class ResolverError(Exception):
+class ResolverError(Error):
     """The router is absent, unreachable, timed out or answered something unusable."""
 
 
@@ -110,7 +111,7 @@ class ManualClock:
 
 # --- outbound invocation ----------------------------------------------------------------------
 
-class InvokeError(Exception):
+class InvokeError(Error):
     """An invocation that did not produce a result; ``str(err)`` is the failure text."""
 
     def __init__(self, text: str) -> None:
@@ -130,7 +131,7 @@ class Invoke(Protocol):
 SummarizeErrorKind = Literal["unavailable", "failed", "empty"]
 
 
-class SummarizeError(Exception):
+class SummarizeError(Error):
     """Why a summary could not be produced (spec 03 §3.6).
 
     ``kind`` decides the outcome: ``empty`` reads as "nothing to compact", ``unavailable`` and
@@ -216,7 +217,7 @@ class LeaseRecord:
         return {"nonce": self.nonce, "ts": self.ts}
 
 
-class LeaseStoreError(Exception):
+class LeaseStoreError(Error):
     """The store could not be read or written; the protocol reads it as "busy".
 
     ``reported``: the store has already logged that it is unusable, so the protocol notes the

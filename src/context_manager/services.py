@@ -26,6 +26,8 @@ from context_manager.adapters.stores import (
 )
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.adapters.traced import TracedModelResolver, TracedSummarizer
+from context_manager.core.counting.calibration import SentLedger
+from context_manager.core.memo import MessageMemo
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.handlers.context import HandlerContext
 from context_manager.handlers.observe import Served, observe
@@ -56,6 +58,10 @@ class Services:
         self.on_config_change: Callable[[], Any] | None = None
         # What the models-changed flush empties (anything with ``flush()``).
         self.flushed_on_models_changed: Any = self.model_cache
+        # Shared by every call this process serves: decoded messages, and what was sent for the
+        # inputs it reduced (``count_calibration: usage``).
+        self.memo = MessageMemo()
+        self.sent_ledger = SentLedger()
 
     def adopt(self, config: WorkerConfig) -> None:
         """Serve with ``config`` from now on; a store it changes is opened first, so when that
@@ -99,6 +105,8 @@ class Services:
             payload_from_json=True,
             session_store=self.session_store,
             token_counter=self.token_counter,
+            memo=self.memo,
+            sent_ledger=self.sent_ledger,
         )
 
     def served(self, function_id: str) -> Served:

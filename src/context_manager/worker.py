@@ -40,6 +40,7 @@ from context_manager.ports import NO_TELEMETRY, LeaseStore, Telemetry
 from context_manager.processes.pool import ProcessPool
 from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
 from context_manager.services import Services
+from context_manager.wire.errors import Error
 
 WORKER_NAME = "context-manager"
 DEFAULT_CONFIG_ID = "context-manager"
@@ -54,7 +55,7 @@ DRAIN_SECONDS = 30.0
 log = logging.getLogger("context_manager.worker")
 
 
-class BootError(Exception):
+class BootError(Error):
     """A fatal boot step: ``step`` names it, ``cause`` says why."""
 
     def __init__(self, step: str, cause: BaseException | str) -> None:

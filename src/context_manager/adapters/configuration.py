@@ -12,6 +12,7 @@ from context_manager.config.parse import config_to_json, defaults_object, parse_
 from context_manager.config.schema import config_schema
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.engine.client import EngineClient, RemoteError
+from context_manager.wire.errors import Error
 
 CONFIG_NAME = "Context Manager"
 CONFIG_DESCRIPTION = (
@@ -30,7 +31,7 @@ CONFIG_RETRY_STEP_S = 0.25
 log = logging.getLogger("context_manager.worker")
 
 
-class ConfigCallError(Exception):
+class ConfigCallError(Error):
     """A configuration call that failed all its attempts; ``code`` is the last error's code."""
 
     def __init__(self, function_id: str, last: RemoteError) -> None:

@@ -20,12 +20,13 @@ from pathlib import Path
 import orjson
 
 from context_manager.ports import LeaseRecord, LeaseStoreError
+from context_manager.wire.errors import Error
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 LOCK_FILE_NAME = ".lock"  # never a record: record names always end in ".json"
 
 
-class LeaseDirError(Exception):
+class LeaseDirError(Error):
     """The lease directory could not be created (fatal at boot, 04 §1.5)."""
 
 

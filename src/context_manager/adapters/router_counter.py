@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections import OrderedDict
 from typing import Any
 
 import orjson
@@ -20,6 +19,7 @@ import orjson
 from context_manager.ports import Invoke, InvokeError
 from context_manager.wire.decode import FieldSpec, decode_struct, string, u64
 from context_manager.wire.errors import DecodeError
+from context_manager.wire.lru import ByteLRU
 
 FUNCTION = "router::count_tokens"
 TIMEOUT_MS = 2000
@@ -39,7 +39,7 @@ class RouterTokenCounter:
         self._invoke = invoke
         self._log = log
         self._timeout_ms = timeout_ms
-        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._cache: ByteLRU[bytes, int] = ByteLRU(CACHE_ENTRIES)  # each count costs 1
         self.calls = 0  # invocations sent (cache misses), for tests and diagnostics
 
     async def count(self, model_id: str, system_prompt: str | None, tools: list[dict[str, Any]] | None,
@@ -63,7 +63,5 @@ class RouterTokenCounter:
             reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)
             self._log.warning("%s unavailable for %s, counting locally: %s", FUNCTION, model_id, reason)
             return None
-        self._cache[key] = tokens
-        while len(self._cache) > CACHE_ENTRIES:
-            self._cache.popitem(last=False)
+        self._cache.put(key, tokens, 1)
         return tokens

@@ -10,16 +10,17 @@ from collections.abc import Callable
 from typing import Any
 
 from context_manager.ports import Invoke, InvokeError
+from context_manager.wire.errors import Error
 
 TIMEOUT_MS = 5000
 
 
-class StateUnavailable(Exception):
+class StateUnavailable(Error):
     """A state call failed (no state worker, a timeout, an error body, a reply ``check`` refused);
     the text names the function and why."""
 
 
-class BadStateReply(Exception):
+class BadStateReply(Error):
     """Raised by a reply ``check``: the reply is not the documented shape."""
 
 

@@ -28,7 +28,7 @@ from context_manager.core.settings import (
     WorkerConfig,
 )
 from context_manager.wire import decode as t
-from context_manager.wire.errors import DecodeError
+from context_manager.wire.errors import DecodeError, Error
 
 OVERFLOW_FALLBACKS: tuple[str, ...] = get_args(OverflowFallback)
 ESTIMATORS: tuple[str, ...] = get_args(EstimatorName)
@@ -41,7 +41,7 @@ SESSION_STORES: tuple[str, ...] = get_args(SessionStoreName)
 PROFILES: tuple[str, ...] = get_args(ProfileName)
 
 
-class ConfigError(ValueError):
+class ConfigError(Error, ValueError):
     """A configuration value that does not parse; ``str()`` is ``<prefix>: <detail>``."""
 
     def __init__(self, prefix: str, detail: str) -> None:

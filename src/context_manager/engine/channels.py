@@ -17,13 +17,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from context_manager.engine import protocol
+from context_manager.wire.errors import Error
 
 Invoke = Callable[..., Awaitable[Any]]
 
 log = logging.getLogger("context_manager.engine.channels")
 
 
-class ChannelError(Exception):
+class ChannelError(Error):
     """The engine's answer to ``engine::channels::create`` is not a pair of channel refs."""
 
 

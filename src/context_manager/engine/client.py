@@ -26,7 +26,7 @@ from context_manager.engine import answering, protocol
 from context_manager.engine.peek import Invocation, peek_invocation
 from context_manager.ports import Invoke, InvokeError
 from context_manager.wire import trace
-from context_manager.wire.errors import error_envelope
+from context_manager.wire.errors import Error, error_envelope
 
 Handler = answering.Handler
 # Takes an invocation frame undecoded and returns the reply frame's bytes (None: no reply due).
@@ -36,7 +36,7 @@ DEFAULT_TIMEOUT_MS = 30_000
 OUTBOX_LIMIT = 1000
 
 
-class RemoteError(Exception):
+class RemoteError(Error):
     """A call answered with an error body, timed out, or was cut short by shutdown."""
 
     def __init__(self, code: str, message: str, function_id: str = "") -> None:
@@ -46,7 +46,7 @@ class RemoteError(Exception):
         self.function_id = function_id
 
 
-class RegistrationRejected(Exception):
+class RegistrationRejected(Error):
     """The engine refused this worker's name; the client stops for good."""
 
 

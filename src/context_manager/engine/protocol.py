@@ -10,7 +10,7 @@ import json
 from typing import Any, Protocol
 
 from context_manager.wire import codec
-from context_manager.wire.errors import DecodeError
+from context_manager.wire.errors import DecodeError, Error
 
 # Frame types the worker sends.
 REGISTER_FUNCTION = "registerfunction"
@@ -38,7 +38,7 @@ SHUTDOWN = "SHUTDOWN"
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
-class FrameError(ValueError):
+class FrameError(Error, ValueError):
     """A received frame is not a JSON object with a string ``type``."""
 
 

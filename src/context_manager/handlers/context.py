@@ -6,8 +6,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_manager.core.counting.calibration import SHARED_LEDGER, SentLedger
-from context_manager.core.memo import SHARED_MEMO, MessageMemo
+from context_manager.core.counting.calibration import SentLedger
+from context_manager.core.memo import MessageMemo
 from context_manager.core.reuse import CallReuse, decoding_policy
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.ports import (
@@ -35,15 +35,18 @@ class HandlerContext:
     # Effects of the internal functions (engine wiring); None where not applicable.
     model_cache: Any = None
     on_config_change: Any = None
-    # Decoded messages reused across calls; None for callers that keep the returned dicts.
-    memo: MessageMemo | None = SHARED_MEMO
+    # Decoded messages reused across calls; None for callers that keep the returned dicts. The
+    # process's one memo and ledger are passed in by whoever composes the process (the worker's
+    # and each serving process's ``Services``, the library's ``api``): a context built without
+    # them shares nothing with any other.
+    memo: MessageMemo | None = None
     # The payload was parsed from JSON text (engine frame, command line), so it holds only what
     # JSON can carry; a Python caller's values may hold more (tuples, NaN, enums).
     payload_from_json: bool = False
     # Remembered compactions for `summary_reuse`; None remembers nothing.
     session_store: SessionStore | None = None
     # What this process returned for the inputs it reduced (``count_calibration: usage``).
-    sent_ledger: SentLedger | None = SHARED_LEDGER
+    sent_ledger: SentLedger | None = None
     # The provider's own counter (``estimator: router``); None counts locally.
     token_counter: TokenCounter | None = None
 

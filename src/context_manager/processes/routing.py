@@ -10,9 +10,10 @@ quarter megabyte of frames ahead of it, or its own size if larger) or its proces
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
+
+from context_manager.wire.lru import ByteLRU
 
 SPILL_BYTES = 256 * 1024
 MAX_SESSIONS = 4096
@@ -56,8 +57,7 @@ class Affinity:
     """Session hint -> the process that served it last; least recently used forgotten first."""
 
     def __init__(self, capacity: int = MAX_SESSIONS) -> None:
-        self._capacity = capacity
-        self._last: OrderedDict[int, int] = OrderedDict()
+        self._last: ByteLRU[int, int] = ByteLRU(capacity)  # each session costs 1
 
     def last(self, hint: bytes | None) -> int | None:
         return None if hint is None else self._last.get(hash(hint))
@@ -65,11 +65,7 @@ class Affinity:
     def remember(self, hint: bytes | None, index: int) -> None:
         if hint is None:
             return
-        key = hash(hint)
-        self._last[key] = index
-        self._last.move_to_end(key)
-        if len(self._last) > self._capacity:
-            self._last.popitem(last=False)
+        self._last.put(hash(hint), index, 1)
 
     def __len__(self) -> int:
         return len(self._last)

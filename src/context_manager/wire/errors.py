@@ -17,7 +17,16 @@ STATE = "context/state"
 OVERFLOW = "context/overflow"
 
 
-class ContextManagerError(Exception):
+class Error(Exception):
+    """The root of every exception the library raises (exported as ``context_manager.Error``).
+
+    Each class below it keeps the base it had before this root existed as well (``ConfigError``
+    is still a ``ValueError``, ``UnknownFunction`` a ``LookupError``), so older handlers keep
+    catching them.
+    """
+
+
+class ContextManagerError(Error):
     """Base class of every failure a function can report to its caller."""
 
     code: str = INVOCATION_FAILED
@@ -71,7 +80,7 @@ def overflow(token_count: int, usable: int) -> HandlerError:
     )
 
 
-class CallError(Exception):
+class CallError(Error):
     """Raised by :func:`context_manager.call`; carries the envelope an engine caller would get."""
 
     def __init__(self, code: str, message: str) -> None:

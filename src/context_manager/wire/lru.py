@@ -1,7 +1,12 @@
 """A least-recently-used table bounded by the bytes its entries cost, and a bounded set of keys
-met recently: the bookkeeping the process-wide caches share.
+met recently: the bookkeeping every bounded cache of the worker shares.
 
-Three caches use ``ByteLRU``; what sets them apart is expressed as its parameters:
+Six caches use ``ByteLRU``; what sets them apart is expressed as its parameters. Three are
+bounded by a count of entries, each entry costing 1: the calibration ledger
+(``core.counting.calibration.SentLedger``, whose ``on_evict`` uncounts the shape of a record that
+leaves), the provider counts of ``estimator: router`` (``adapters.router_counter``) and the
+serving process each session went to last (``processes.routing.Affinity``). The other three are
+bounded by bytes:
 
 * the message memo (``core.memo``): an entry's cost is given with each ``put`` (its text plus
   fixed overheads); ``max_entry_bytes`` is the whole budget; a bucket candidate found by
@@ -27,7 +32,7 @@ Neither structure locks: each cache holds its own lock around them.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, KeysView, ValuesView
+from collections.abc import Callable, ItemsView, KeysView, ValuesView
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
@@ -117,6 +122,10 @@ class ByteLRU(Generic[K, V]):
     def values(self) -> ValuesView[V]:
         """Values, least recently used first."""
         return self._order.values()
+
+    def items(self) -> ItemsView[K, V]:
+        """Entries, least recently used first."""
+        return self._order.items()
 
     def __contains__(self, key: object) -> bool:
         return key in self._order

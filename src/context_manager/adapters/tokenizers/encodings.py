@@ -21,6 +21,8 @@ from pathlib import Path
 
 import tiktoken
 
+from context_manager.wire.errors import Error
+
 log = logging.getLogger("context_manager.adapters.tokenizers")
 
 _ENDOFTEXT = "<|endoftext|>"
@@ -109,7 +111,7 @@ def encoding_name_for_model(model_id: str) -> str | None:
     return None
 
 
-class EncodingUnavailable(Exception):
+class EncodingUnavailable(Error):
     """The shipped rank file is missing, unreadable or not the expected vocabulary."""
 
 

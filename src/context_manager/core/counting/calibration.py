@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from threading import Lock
@@ -66,6 +65,7 @@ from typing import Any, Protocol
 import orjson
 
 from context_manager.core.memo import MessageMemo, remembered
+from context_manager.wire.lru import ByteLRU
 
 # The band of plausible ratios P / E (the provider's count over our estimate of the same prompt)
 # per estimator: the extremes measured on the recorded sessions (``python -m bench.accuracy
@@ -423,15 +423,16 @@ _DIGEST_KEY = "calibration-digest"
 class SentLedger:
     """What this worker returned for the inputs it reduced: input digest -> estimate sent.
 
-    Bounded (least recently used out); shared by the calls of one process. Values are plain
-    integers, so nothing a caller holds is shared. The shapes of the keys held (their first 16
-    bytes, ``input_shape``) are counted, so a lookup that cannot hit is answered unhashed.
+    Bounded (least recently used out, ``capacity`` records: each costs 1 in its ``ByteLRU``);
+    shared by the calls of one process. Values are plain integers, so nothing a caller holds is
+    shared. The shapes of the keys held (their first 16 bytes, ``input_shape``) are counted, so a
+    lookup that cannot hit is answered unhashed; a record keeps its digest beside the estimate so
+    that its shape can be uncounted when it leaves.
     """
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._entries: OrderedDict[bytes, int] = OrderedDict()
+        self._entries: ByteLRU[bytes, tuple[bytes, int]] = ByteLRU(capacity, on_evict=self._left)
         self._shapes: dict[bytes, int] = {}
-        self._capacity = capacity
         self._lock = Lock()
 
     def __len__(self) -> int:
@@ -443,23 +444,23 @@ class SentLedger:
 
     def remember(self, digest: bytes, estimate: int) -> None:
         with self._lock:
-            if digest not in self._entries:
-                shape = digest[:16]
-                self._shapes[shape] = self._shapes.get(shape, 0) + 1
-            self._entries[digest] = estimate
-            self._entries.move_to_end(digest)
-            while len(self._entries) > self._capacity:
-                self._dropped(self._entries.popitem(last=False)[0])
+            # A record replaced or evicted by this put leaves through ``_left`` first.
+            self._entries.put(digest, (digest, estimate), 1)
+            shape = digest[:16]
+            self._shapes[shape] = self._shapes.get(shape, 0) + 1
 
     def forget(self, digest: bytes) -> None:
         with self._lock:
-            if self._entries.pop(digest, None) is not None:
+            if self._entries.pop(digest) is not None:
                 self._dropped(digest)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._shapes.clear()
+
+    def _left(self, record: tuple[bytes, int]) -> None:
+        self._dropped(record[0])
 
     def _dropped(self, digest: bytes) -> None:
         shape = digest[:16]
@@ -471,15 +472,17 @@ class SentLedger:
 
     def recall(self, digest: bytes) -> int | None:
         with self._lock:
-            value = self._entries.get(digest)
-            if value is not None:
-                self._entries.move_to_end(digest)
-            return value
+            record = self._entries.get(digest)
+            if record is None:
+                return None
+            self._entries.move_to_end(digest)
+            return record[1]
 
     def peek(self, digest: bytes) -> int | None:
         """``recall`` without marking the record as recently used."""
         with self._lock:
-            return self._entries.get(digest)
+            record = self._entries.get(digest)
+            return None if record is None else record[1]
 
 
 SHARED_LEDGER = SentLedger()
