@@ -7,6 +7,9 @@ manifest, the example file, the console form's data and the profiles.
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,6 +201,7 @@ def test_the_console_data_has_the_added_key(codec):
     block = console_block(codec)
     assert ("  summary_budget_tokens: {\n"
             "    key: 'summary_budget_tokens',\n"
+            "    kind: 'integer',\n"
             "    fallback: 4096,\n"
             "    min: 0,\n"
             "    placeholder: '4096',\n"
@@ -205,6 +209,31 @@ def test_the_console_data_has_the_added_key(codec):
             "  },\n") in block
     assert "    eager_compaction_at: 0.8,\n    summary_budget_tokens: 2048,\n  },\n" in block
     assert "summary_budget_tokens" not in console_block()
+
+
+NODE = shutil.which("node")
+HARNESS = Path(__file__).with_name("ui_form_harness.mjs")
+
+
+@pytest.mark.skipif(NODE is None, reason="rendering the form needs Node.js")
+def test_the_form_shows_the_added_key_under_other_settings(codec, tmp_path):
+    page = tmp_path / "page.js"
+    page.write_text(with_console_block(PAGE.read_text(encoding="utf-8"), console_block(codec)), encoding="utf-8")
+    scenarios = [{"value": {}}, {"value": {"profile": "recommended"}},
+                 {"value": {"tail_turns": 3}, "edit": {"key": "summary_budget_tokens", "raw": "7"}}]
+    done = subprocess.run([NODE, str(HARNESS), str(page), str(tmp_path / "work")], input=json.dumps(scenarios),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    default, recommended, edited = json.loads(done.stdout)["results"]
+    assert default["sections"][-1] == {"title": "Other settings", "fields": ["summary_budget_tokens"]}
+    shown = default["controls"]["summary_budget_tokens"]
+    assert (shown["type"], shown["inputType"], shown["placeholder"], shown["min"], shown["meta"]) == (
+        "Input", "number", "4096", 0, "Default: 4,096")
+    implied = recommended["controls"]["summary_budget_tokens"]
+    assert (implied["placeholder"], implied["meta"]) == ("2048", "Default: 2048 (recommended profile)")
+    assert edited["proposals"] == [{"tail_turns": 3, "summary_budget_tokens": 7}]
+    assert codec.parse_value(edited["proposals"][0]).summary_budget_tokens == 7
+
 
 
 # --- the writers' value texts ------------------------------------------------------------------

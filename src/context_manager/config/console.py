@@ -58,9 +58,23 @@ def shown_text(value: Any) -> str:
     return str(value)
 
 
+def key_kind(prop: dict[str, Any]) -> str:
+    """Which control a key takes, from its schema type, for a key the form does not lay out."""
+    if "anyOf" in prop:
+        return "policy"
+    if "enum" in prop:
+        return "choice"
+    kinds = {"integer": "integer", "number": "fraction", "boolean": "boolean", "string": "text"}
+    kind = prop["type"][0] if isinstance(prop["type"], list) else prop["type"]
+    return kinds[kind]
+
+
 def _key_entry(name: str, prop: dict[str, Any]) -> list[str]:
     default = prop["default"]
-    lines = [f"  {name}: {{", f"    key: {js_value(name)},", f"    fallback: {js_value(default)},"]
+    lines = [f"  {name}: {{", f"    key: {js_value(name)},", f"    kind: {js_value(key_kind(prop))},",
+             f"    fallback: {js_value(default)},"]
+    if "enum" in prop:
+        lines.append(f"    choices: [{', '.join(js_value(name) for name in prop['enum'])}],")
     if prop.get("type") == "integer":
         lines.append(f"    min: {int(prop['minimum'])},")
     # Number and text fields show the default when empty; switches and the editor show words.
@@ -92,8 +106,9 @@ def console_block(codec: ConfigCodec[Any] = WORKER_CONFIG) -> str:
         lines += [f"    {key}: {js_value(value)}," for key, value in implied.items()]
         lines.append("  },")
     lines += ["}", "",
-              "// Every key as the schema declares it: its default (`fallback`), the least integer it takes",
-              "// (`min`), what an empty field shows (`placeholder`) and its description (`help`).",
+              "// Every key as the schema declares it: the control it takes (`kind`), its default (`fallback`),",
+              "// its names (`choices`), the least integer it takes (`min`), what an empty field shows",
+              "// (`placeholder`) and its description (`help`).",
               "const KEYS = {"]
     for name in codec.table.names:
         lines += _key_entry(name, schema["properties"][name])

@@ -22,11 +22,13 @@ const PROFILES = {
   },
 }
 
-// Every key as the schema declares it: its default (`fallback`), the least integer it takes
-// (`min`), what an empty field shows (`placeholder`) and its description (`help`).
+// Every key as the schema declares it: the control it takes (`kind`), its default (`fallback`),
+// its names (`choices`), the least integer it takes (`min`), what an empty field shows
+// (`placeholder`) and its description (`help`).
 const KEYS = {
   reserved_tokens_cap: {
     key: 'reserved_tokens_cap',
+    kind: 'integer',
     fallback: 20000,
     min: 0,
     placeholder: '20000',
@@ -34,6 +36,7 @@ const KEYS = {
   },
   reserved_pct: {
     key: 'reserved_pct',
+    kind: 'integer',
     fallback: 10,
     min: 0,
     placeholder: '10',
@@ -41,6 +44,7 @@ const KEYS = {
   },
   tail_turns: {
     key: 'tail_turns',
+    kind: 'integer',
     fallback: 2,
     min: 0,
     placeholder: '2',
@@ -48,6 +52,7 @@ const KEYS = {
   },
   protect_recent_tokens: {
     key: 'protect_recent_tokens',
+    kind: 'integer',
     fallback: 40000,
     min: 0,
     placeholder: '40000',
@@ -55,6 +60,7 @@ const KEYS = {
   },
   decay_user_turns: {
     key: 'decay_user_turns',
+    kind: 'integer',
     fallback: 0,
     min: 0,
     placeholder: '0',
@@ -62,6 +68,7 @@ const KEYS = {
   },
   protected_user_turns: {
     key: 'protected_user_turns',
+    kind: 'integer',
     fallback: 2,
     min: 0,
     placeholder: '2',
@@ -69,6 +76,7 @@ const KEYS = {
   },
   min_free_tokens: {
     key: 'min_free_tokens',
+    kind: 'integer',
     fallback: 20000,
     min: 0,
     placeholder: '20000',
@@ -76,6 +84,7 @@ const KEYS = {
   },
   max_output_chars: {
     key: 'max_output_chars',
+    kind: 'integer',
     fallback: 2000,
     min: 0,
     placeholder: '2000',
@@ -83,6 +92,7 @@ const KEYS = {
   },
   max_result_tokens: {
     key: 'max_result_tokens',
+    kind: 'integer',
     fallback: 20000,
     min: 0,
     placeholder: '20000',
@@ -90,6 +100,7 @@ const KEYS = {
   },
   lease_ttl_secs: {
     key: 'lease_ttl_secs',
+    kind: 'integer',
     fallback: 300,
     min: 0,
     placeholder: '300',
@@ -97,11 +108,13 @@ const KEYS = {
   },
   allow_fallback_limits: {
     key: 'allow_fallback_limits',
+    kind: 'boolean',
     fallback: true,
     help: 'Use conservative 8192/1024 limits when a model cannot be resolved; when false the call fails with context/model_unresolved.',
   },
   summarizer_timeout_ms: {
     key: 'summarizer_timeout_ms',
+    kind: 'integer',
     fallback: 320000,
     min: 0,
     placeholder: '320000',
@@ -109,27 +122,34 @@ const KEYS = {
   },
   lease_dir: {
     key: 'lease_dir',
+    kind: 'text',
     fallback: 'data/context-manager',
     placeholder: 'data/context-manager',
     help: 'Directory of the compaction lease files; relative paths are taken from III_COMPOSE_DIR (else the working directory) and a leading ~/ means the home directory.',
   },
   overflow_fallback: {
     key: 'overflow_fallback',
+    kind: 'choice',
     fallback: 'error',
+    choices: ['error', 'drop_oldest'],
     help: 'What context::assemble does when nothing else fits: "error" fails with context/overflow; "drop_oldest" drops the oldest messages and reports them.',
   },
   estimator: {
     key: 'estimator',
+    kind: 'choice',
     fallback: 'heuristic',
+    choices: ['heuristic', 'auto', 'router'],
     help: 'Token estimator: "heuristic" counts every model with the byte heuristic; "auto" counts OpenAI model families with their tokenizer and prices images at their provider; "router" asks llm-router\'s router::count_tokens for the provider\'s exact count and falls back to the "auto" count when it cannot answer.',
   },
   user_less_compaction: {
     key: 'user_less_compaction',
+    kind: 'boolean',
     fallback: true,
     help: 'Let a history without any user message compact by assistant rounds; false keeps such a history uncompactable.',
   },
   anchor_messages: {
     key: 'anchor_messages',
+    kind: 'integer',
     fallback: 0,
     min: 0,
     placeholder: '0',
@@ -137,67 +157,86 @@ const KEYS = {
   },
   summary_check: {
     key: 'summary_check',
+    kind: 'choice',
     fallback: 'off',
+    choices: ['off', 'append'],
     help: '"append": before a summary is accepted, user requests, file paths, URLs and the open error of the summarised head that it lacks are appended under a fixed heading; "off" accepts summaries as written.',
   },
   summarizer_fallback: {
     key: 'summarizer_fallback',
+    kind: 'choice',
     fallback: 'none',
+    choices: ['none', 'extractive'],
     help: '"extractive": when compaction has no summariser or the summariser fails, build the summary from the head deterministically; "none" skips compaction instead.',
   },
   working_set: {
     key: 'working_set',
+    kind: 'boolean',
     fallback: false,
     help: 'Append a "## Working set" section to every summary (the files acted on and their last action, paths results surfaced, code symbols, errors and whether they cleared, recurring URLs and commands), carried forward by later summaries; with drop_oldest, the dropped history leaves a short note of its working set in its place.',
   },
   report_prefix: {
     key: 'report_prefix',
+    kind: 'boolean',
     fallback: false,
     help: 'Report applied.cache_break_index (the first returned message that differs from the request\'s) and applied.system_prompt_changed in every context::assemble answer.',
   },
   reduce_to: {
     key: 'reduce_to',
+    kind: 'fraction',
     fallback: 1.0,
     placeholder: '1',
     help: 'When drop_oldest, compaction or emergency reduction must rewrite earlier history, reduce to this fraction of the usable budget, in steps that are a function of the content, so later turns append without touching the prefix; 1 reduces just enough.',
   },
   summary_reuse: {
     key: 'summary_reuse',
+    kind: 'boolean',
     fallback: false,
     help: 'Remember each history\'s last compaction and reuse its summary and boundary on later calls that extend the summarised head, as if the caller had sent the round trip.',
   },
   summary_placement: {
     key: 'summary_placement',
+    kind: 'choice',
     fallback: 'system_prompt',
+    choices: ['system_prompt', 'message'],
     help: 'Where context::assemble puts a summary: "system_prompt" under a Conversation summary section; "message" as a leading user message, so the system prompt stays unchanged across compactions.',
   },
   eager_compaction_at: {
     key: 'eager_compaction_at',
+    kind: 'fraction',
     fallback: null,
     help: 'Compact once the context exceeds this fraction of the usable budget, even though it still fits, when compacting then (with a smaller tail) removes at least twice the remaining headroom more than a full-window compaction would; null compacts only when over budget.',
   },
   retention: {
     key: 'retention',
+    kind: 'policy',
     fallback: null,
     help: 'The retention policy of context::assemble: per-function truncation of arguments and results, error results, older prompts and assistant prose, reasoning and media by age. null (the default) applies none.',
   },
   count_calibration: {
     key: 'count_calibration',
+    kind: 'choice',
     fallback: 'off',
+    choices: ['off', 'usage'],
     help: '"usage": counts are anchored on the provider\'s own prompt count, read from the latest assistant message\'s usage, and what was added since is scaled by the observed ratio; "off" keeps the estimator\'s counts.',
   },
   lease_store: {
     key: 'lease_store',
+    kind: 'choice',
     fallback: 'file',
+    choices: ['file', 'state'],
     help: 'Where compaction leases are kept: "file" under lease_dir (processes on one host); "state" in the engine\'s state store, one lock for every process and host on the engine.',
   },
   session_store: {
     key: 'session_store',
+    kind: 'choice',
     fallback: 'memory',
+    choices: ['memory', 'state'],
     help: 'Where summary_reuse remembers compactions: "memory" in this process; "state" in the engine\'s state store, shared by every process and host on the engine.',
   },
   session_ttl_secs: {
     key: 'session_ttl_secs',
+    kind: 'integer',
     fallback: 3600,
     min: 1,
     placeholder: '3600',
@@ -205,7 +244,9 @@ const KEYS = {
   },
   profile: {
     key: 'profile',
+    kind: 'choice',
     fallback: 'faithful',
+    choices: ['faithful', 'recommended'],
     help: 'A named set of defaults for the keys a configuration leaves out; an explicit value always wins. "faithful" implies nothing (the original\'s behaviour). "recommended" implies summary_check: "append", summarizer_fallback: "extractive", working_set: true, overflow_fallback: "drop_oldest", summary_reuse: true, eager_compaction_at: 0.8.',
   },
 }
@@ -229,26 +270,26 @@ const RETENTION_HELP = [
 // END generated
 
 // A field of the form: the key as the schema declares it (KEYS), with the form's own label.
-const field = (key, label, extra = {}) => ({ ...KEYS[key], label, ...extra })
+const keyField = (key, label, extra = {}) => ({ ...KEYS[key], label, ...extra })
 
 const BUDGET_NUMBERS = [
-  field('reserved_tokens_cap', 'Reserve ceiling (tokens)'),
-  field('reserved_pct', 'Output reserve (% of window)'),
+  keyField('reserved_tokens_cap', 'Reserve ceiling (tokens)'),
+  keyField('reserved_pct', 'Output reserve (% of window)'),
 ]
 
 const PRUNING_NUMBERS = [
-  field('protect_recent_tokens', 'Recent output window (tokens)'),
-  field('decay_user_turns', 'Output decay (user turns)'),
-  field('protected_user_turns', 'Protected user turns'),
-  field('min_free_tokens', 'Minimum saving (tokens)'),
-  field('max_output_chars', 'Verbose output size (bytes)'),
-  field('max_result_tokens', 'Per-result ceiling (tokens)'),
-  field('tail_turns', 'Verbatim tail (turns)'),
+  keyField('protect_recent_tokens', 'Recent output window (tokens)'),
+  keyField('decay_user_turns', 'Output decay (user turns)'),
+  keyField('protected_user_turns', 'Protected user turns'),
+  keyField('min_free_tokens', 'Minimum saving (tokens)'),
+  keyField('max_output_chars', 'Verbose output size (bytes)'),
+  keyField('max_result_tokens', 'Per-result ceiling (tokens)'),
+  keyField('tail_turns', 'Verbatim tail (turns)'),
 ]
 
 const RUNTIME_NUMBERS = [
-  field('lease_ttl_secs', 'Compaction lease lifetime (seconds)'),
-  field('summarizer_timeout_ms', 'Summariser timeout (milliseconds)'),
+  keyField('lease_ttl_secs', 'Compaction lease lifetime (seconds)'),
+  keyField('summarizer_timeout_ms', 'Summariser timeout (milliseconds)'),
 ]
 
 // A switch between two values of a key: checked proposes `on`, unchecked `off`.
@@ -256,35 +297,35 @@ const choice = (on, off) => ({ isOn: (v) => v === on, valueFor: (checked) => (ch
 
 // Several processes or hosts: leases and remembered compactions in the engine's state store.
 const SHARING_SWITCHES = [
-  field('lease_store', 'Share compaction leases through the engine', {
+  keyField('lease_store', 'Share compaction leases through the engine', {
     fallbackText: 'off (file)',
     ...choice('state', 'file'),
   }),
-  field('session_store', 'Share remembered summaries through the engine', {
+  keyField('session_store', 'Share remembered summaries through the engine', {
     fallbackText: 'off (memory)',
     ...choice('state', 'memory'),
   }),
 ]
 
 const SHARING_NUMBERS = [
-  field('session_ttl_secs', 'Shared summary lifetime (seconds)'),
+  keyField('session_ttl_secs', 'Shared summary lifetime (seconds)'),
 ]
 
 // Documented additions to the original configuration; each switch writes the enum value.
 const EXTENSION_SWITCHES = [
-  field('overflow_fallback', 'Drop oldest messages on overflow', {
+  keyField('overflow_fallback', 'Drop oldest messages on overflow', {
     fallbackText: 'off (error)',
     ...choice('drop_oldest', 'error'),
   }),
-  field('estimator', 'Tokenizer counts for OpenAI models', {
+  keyField('estimator', 'Tokenizer counts for OpenAI models', {
     fallbackText: 'off (heuristic)',
     ...choice('auto', 'heuristic'),
   }),
-  field('count_calibration', 'Calibrate counts on provider usage', {
+  keyField('count_calibration', 'Calibrate counts on provider usage', {
     fallbackText: 'off',
     ...choice('usage', 'off'),
   }),
-  field('user_less_compaction', 'Compact histories without user messages', {
+  keyField('user_less_compaction', 'Compact histories without user messages', {
     fallbackText: 'on',
     isOn: (v) => v !== false,
     valueFor: (on) => on,
@@ -293,19 +334,19 @@ const EXTENSION_SWITCHES = [
 
 // Task retention: pinned anchor messages, the summary retention check, the extractive fallback.
 const RETENTION_NUMBERS = [
-  field('anchor_messages', 'Pinned anchor messages'),
+  keyField('anchor_messages', 'Pinned anchor messages'),
 ]
 
 const RETENTION_SWITCHES = [
-  field('summary_check', 'Check what every summary kept', {
+  keyField('summary_check', 'Check what every summary kept', {
     fallbackText: 'off',
     ...choice('append', 'off'),
   }),
-  field('summarizer_fallback', 'Summarise without a model', {
+  keyField('summarizer_fallback', 'Summarise without a model', {
     fallbackText: 'off (none)',
     ...choice('extractive', 'none'),
   }),
-  field('working_set', 'Keep the working set', {
+  keyField('working_set', 'Keep the working set', {
     fallbackText: 'off',
     isOn: (v) => v === true,
     valueFor: (on) => on,
@@ -490,24 +531,32 @@ function policyText(policy) {
 }
 // Cache-aware reduction: the prefix report, stable reduction steps, summary reuse.
 const CACHE_FRACTIONS = [
-  field('reduce_to', 'Reduce to this share of the budget'),
-  field('eager_compaction_at', 'Compact early at this share of the budget', { fallbackText: 'off' }),
+  keyField('reduce_to', 'Reduce to this share of the budget'),
+  keyField('eager_compaction_at', 'Compact early at this share of the budget', { fallbackText: 'off' }),
 ]
 
 const CACHE_SWITCHES = [
-  field('report_prefix', 'Report where the prefix changes', {
+  keyField('report_prefix', 'Report where the prefix changes', {
     fallbackText: 'off',
     ...choice(true, false),
   }),
-  field('summary_reuse', 'Reuse summaries across calls', {
+  keyField('summary_reuse', 'Reuse summaries across calls', {
     fallbackText: 'off',
     ...choice(true, false),
   }),
-  field('summary_placement', 'Send the summary as a message', {
+  keyField('summary_placement', 'Send the summary as a message', {
     fallbackText: 'off (system prompt)',
     ...choice('message', 'system_prompt'),
   }),
 ]
+
+// The keys the sections below lay out; any other declared key gets a row in "Other settings".
+const LAID_OUT = new Set([
+  'profile', 'allow_fallback_limits', 'lease_dir', 'retention',
+  ...[BUDGET_NUMBERS, PRUNING_NUMBERS, RUNTIME_NUMBERS, SHARING_SWITCHES, SHARING_NUMBERS, EXTENSION_SWITCHES,
+    RETENTION_NUMBERS, RETENTION_SWITCHES, CACHE_FRACTIONS, CACHE_SWITCHES].flat().map((f) => f.key),
+])
+const OTHER_KEYS = Object.values(KEYS).filter((k) => !LAID_OUT.has(k.key) && k.kind !== 'policy')
 
 function objectOrEmpty(value) {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...value } : {}
@@ -618,7 +667,7 @@ export function ContextManagerConfigForm(props) {
       field.key,
       field.label,
       field.help,
-      formatDefault(field.fallback),
+      defaultFor(field.key, formatDefault(field.fallback)),
       h(Input, {
         id,
         className: 'ctx-cfg-control ctx-cfg-number',
@@ -627,7 +676,7 @@ export function ContextManagerConfigForm(props) {
         step: 1,
         inputMode: 'numeric',
         value: typeof current === 'number' ? String(current) : '',
-        placeholder: field.placeholder,
+        placeholder: field.key in implied ? String(implied[field.key]) : field.placeholder,
         'aria-label': field.label,
         'aria-invalid': errorId ? true : undefined,
         'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
@@ -683,6 +732,69 @@ export function ContextManagerConfigForm(props) {
       }),
       id,
     )
+  }
+
+  const textRow = (field, defaultText) => {
+    const id = `${ID_PREFIX}-${field.key}`
+    const errorId = errorIdFor(field.key)
+    return row(
+      field.key,
+      field.label,
+      field.help,
+      defaultText,
+      h(Input, {
+        id,
+        className: 'ctx-cfg-control ctx-cfg-path',
+        type: 'text',
+        value: typeof value[field.key] === 'string' ? value[field.key] : '',
+        placeholder: field.placeholder,
+        spellCheck: false,
+        autoComplete: 'off',
+        'aria-label': field.label,
+        'aria-invalid': errorId ? true : undefined,
+        'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
+        onChange: (raw) => editText(field.key, raw),
+      }),
+      id,
+    )
+  }
+
+  // One of an enumerated key's names; choosing one writes it.
+  const choiceRow = (field) => {
+    const id = `${ID_PREFIX}-${field.key}`
+    const errorId = errorIdFor(field.key)
+    const current = shown(field.key)
+    return row(
+      field.key,
+      field.label,
+      field.help,
+      defaultFor(field.key, field.fallback),
+      h(
+        'select',
+        {
+          id,
+          className: 'ctx-cfg-control',
+          value: field.choices.includes(current) ? current : field.fallback,
+          'aria-label': field.label,
+          'aria-invalid': errorId ? true : undefined,
+          'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
+          onChange: (event) => propose({ ...value, [field.key]: event.target.value }),
+        },
+        ...field.choices.map((name) => h('option', { key: name, value: name }, name)),
+      ),
+      id,
+    )
+  }
+
+  // A key no section lays out, labelled with its name, in the control its kind takes.
+  const otherRow = (k) => {
+    const f = { ...k, label: k.key }
+    if (k.kind === 'integer') return numberRow(f)
+    if (k.kind === 'fraction') return fractionRow(k.fallback === null ? { ...f, fallbackText: 'off' } : f)
+    if (k.kind === 'choice') return choiceRow(f)
+    if (k.kind === 'text') return textRow(f, String(k.fallback))
+    return switchField({ ...f, fallbackText: k.fallback ? 'on' : 'off', isOn: (v) => (v ?? k.fallback) === true,
+      valueFor: (on) => on })
   }
 
   const editRetention = (raw) => {
@@ -775,9 +887,6 @@ export function ContextManagerConfigForm(props) {
     profileId,
   )
 
-  const leaseDirId = `${ID_PREFIX}-lease_dir`
-  const leaseDirError = errorIdFor('lease_dir')
-
   return h(
     'div',
     { className: 'ctx-cfg', ref: rootRef },
@@ -828,26 +937,7 @@ export function ContextManagerConfigForm(props) {
         SettingsList,
         null,
         ...RUNTIME_NUMBERS.map(numberRow),
-        row(
-          'lease_dir',
-          'Lease directory',
-          KEYS.lease_dir.help,
-          `${KEYS.lease_dir.fallback}, relative to III_COMPOSE_DIR`,
-          h(Input, {
-            id: leaseDirId,
-            className: 'ctx-cfg-control ctx-cfg-path',
-            type: 'text',
-            value: typeof value.lease_dir === 'string' ? value.lease_dir : '',
-            placeholder: KEYS.lease_dir.placeholder,
-            spellCheck: false,
-            autoComplete: 'off',
-            'aria-label': 'Lease directory',
-            'aria-invalid': leaseDirError ? true : undefined,
-            'aria-describedby': joinIds(`${leaseDirId}-help`, `${leaseDirId}-default`, leaseDirError),
-            onChange: (raw) => editText('lease_dir', raw),
-          }),
-          leaseDirId,
-        ),
+        textRow(keyField('lease_dir', 'Lease directory'), `${KEYS.lease_dir.fallback}, relative to III_COMPOSE_DIR`),
         ...SHARING_SWITCHES.map(switchField),
         ...SHARING_NUMBERS.map(numberRow),
       ),
@@ -902,6 +992,16 @@ export function ContextManagerConfigForm(props) {
       },
       h(SettingsList, null, retentionRow),
     ),
+    OTHER_KEYS.length > 0
+      ? h(
+          SettingsSection,
+          {
+            title: 'Other settings',
+            description: 'Settings no section above groups yet, each under its name and the schema\'s description.',
+          },
+          h(SettingsList, null, ...OTHER_KEYS.map(otherRow)),
+        )
+      : null,
     errors.length > 0
       ? h(
           'div',
