@@ -44,6 +44,9 @@ UI_DIR = ROOT / "src" / "context_manager" / "ui"
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", ROOT / "tests" / "artifacts"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REACT_UMD = BROWSER_DIR / "node_modules" / "react" / "umd" / "react.development.js"
+# With UPDATE_SCREENSHOTS=1 the custom form's screenshot also replaces the one docs/console.md shows.
+DOCS_SCREENSHOT = ROOT / "docs" / "images" / "console-form.png"
+UPDATE_SCREENSHOTS = os.environ.get("UPDATE_SCREENSHOTS") == "1"
 
 if CHROMIUM is None:
     pytest.skip("Chromium is not installed (apt-get install -y chromium); the form is checked in a "
@@ -344,6 +347,8 @@ def test_a_custom_configuration_is_shown_as_stored(browser: Browser) -> None:
     assert policy_fault(browser) == ""
     assert parse_config_value(CUSTOM).retention == parse_retention(POLICY)
     browser.screenshot(ARTIFACTS / "console-form-custom.png")
+    if UPDATE_SCREENSHOTS:
+        browser.screenshot(DOCS_SCREENSHOT)
     browser.screenshot(ARTIFACTS / "console-form-retention.png", clip=browser.js("""(() => {
         const section = [...document.querySelectorAll('section')]
             .find((s) => s.querySelector('h2').textContent === 'Retention policy')

@@ -10,8 +10,7 @@ import json
 from typing import Any
 
 from context_manager._version import __version__
-from context_manager.config.parse import defaults_object
-from context_manager.core.settings import PROFILE_KEYS
+from context_manager.config.parse import WORKER_CONFIG, ConfigCodec
 
 NAME = "context-manager"
 DESCRIPTION = (
@@ -28,15 +27,16 @@ SUPPORTED_TARGETS = (
 )
 
 
-def manifest() -> dict[str, Any]:
+def manifest(codec: ConfigCodec[Any] = WORKER_CONFIG) -> dict[str, Any]:
+    """The document; ``default_config`` and ``profiles`` come from the declared keys."""
     return {
         "name": NAME,
         "version": __version__,
         "description": DESCRIPTION,
-        "default_config": defaults_object(),
+        "default_config": codec.defaults_object(),
         "supported_targets": list(SUPPORTED_TARGETS),
         # What each value of the `profile` key implies for the keys a configuration leaves out.
-        "profiles": {name: dict(sorted(keys.items())) for name, keys in PROFILE_KEYS.items()},
+        "profiles": {name: dict(sorted(keys.items())) for name, keys in codec.table.profiles.items()},
     }
 
 

@@ -9,13 +9,12 @@ only the prefix is stable (``json parse`` for fetched values, ``yaml parse`` for
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import fields
-from typing import Any, get_args
+from typing import Any, Generic, TypeVar, get_args
 
 from context_manager.config.retention import parse_retention
+from context_manager.core.keys import ConfigKey, KeyTable
 from context_manager.core.settings import (
-    DEFAULT_CONFIG,
-    PROFILE_KEYS,
+    CONFIG_KEYS,
     CountCalibration,
     EstimatorName,
     LeaseStoreName,
@@ -40,6 +39,8 @@ LEASE_STORES: tuple[str, ...] = get_args(LeaseStoreName)
 SESSION_STORES: tuple[str, ...] = get_args(SessionStoreName)
 PROFILES: tuple[str, ...] = get_args(ProfileName)
 
+C = TypeVar("C", bound=WorkerConfig)
+
 
 class ConfigError(Error, ValueError):
     """A configuration value that does not parse; ``str()`` is ``<prefix>: <detail>``."""
@@ -49,11 +50,6 @@ class ConfigError(Error, ValueError):
         self.prefix = prefix
         self.detail = detail
 
-
-_u64 = t.u64
-_usize = t.usize
-_boolean = t.boolean
-_string = t.string
 
 def _positive(value: Any) -> int:
     """A u64 above zero (a TTL of 0 would keep nothing)."""
@@ -84,72 +80,94 @@ def _fraction_or_null(value: Any) -> float | None:
         raise DecodeError(exc.detail.replace("expected a fraction", "expected null or a fraction")) from None
 
 
-# Every key, its decoder; the order is the record's declaration order.
-KEY_DECODERS: dict[str, Callable[[Any], Any]] = {
-    "reserved_tokens_cap": _u64,
-    "reserved_pct": _u64,
-    "tail_turns": _usize,
-    "protect_recent_tokens": _u64,
-    "decay_user_turns": _usize,
-    "protected_user_turns": _usize,
-    "min_free_tokens": _u64,
-    "max_output_chars": _usize,
-    "max_result_tokens": _u64,
-    "lease_ttl_secs": _u64,
-    "allow_fallback_limits": _boolean,
-    "summarizer_timeout_ms": _u64,
-    "lease_dir": _string,
-    "overflow_fallback": t.variant_name_of(OVERFLOW_FALLBACKS),
-    "estimator": t.variant_name_of(ESTIMATORS),
-    "user_less_compaction": _boolean,
-    "anchor_messages": _usize,
-    "summary_check": t.variant_name_of(SUMMARY_CHECKS),
-    "summarizer_fallback": t.variant_name_of(SUMMARIZER_FALLBACKS),
-    "working_set": _boolean,
-    "report_prefix": _boolean,
-    "reduce_to": _fraction,
-    "summary_reuse": _boolean,
-    "summary_placement": t.variant_name_of(SUMMARY_PLACEMENTS),
-    "eager_compaction_at": _fraction_or_null,
+# The decoders a key declaration names (core/keys.py, ``KeyType.decoder``).
+DECODERS: dict[str, Callable[[Any], Any]] = {
+    "u64": t.u64,
+    "usize": t.usize,
+    "boolean": t.boolean,
+    "string": t.string,
+    "positive": _positive,
+    "fraction": _fraction,
+    "fraction_or_null": _fraction_or_null,
     "retention": parse_retention,
-    "count_calibration": t.variant_name_of(COUNT_CALIBRATIONS),
-    "lease_store": t.variant_name_of(LEASE_STORES),
-    "session_store": t.variant_name_of(SESSION_STORES),
-    "session_ttl_secs": _positive,
-    "profile": t.variant_name_of(PROFILES),
 }
 
-STRING_KEYS = frozenset(("lease_dir", "overflow_fallback", "estimator", "summary_check",
-                         "summarizer_fallback", "summary_placement", "count_calibration",
-                         "lease_store", "session_store", "profile"))
 
-assert tuple(KEY_DECODERS) == WorkerConfig.key_names(), "parser and record disagree on the keys"
+def decoder_for(key: ConfigKey) -> Callable[[Any], Any]:
+    if key.type.decoder == "variant":
+        return t.variant_name_of(key.type.choices)
+    return DECODERS[key.type.decoder]
 
 
-def _unknown_field(key: str) -> DecodeError:
-    expected = ", ".join(f"`{k}`" for k in KEY_DECODERS)
-    return DecodeError(f"unknown field `{key}`, expected one of {expected}")
+class ConfigCodec(Generic[C]):
+    """Strict parsing and JSON writing of the record a key table declares."""
+
+    def __init__(self, table: KeyTable[C]) -> None:
+        self.table = table
+        # Every key, its decoder; the order is the record's declaration order.
+        self.decoders: dict[str, Callable[[Any], Any]] = {key.name: decoder_for(key) for key in table.keys}
+        # Keys whose YAML plain scalars are read as text (config/seed.py).
+        self.string_keys = frozenset(key.name for key in table.keys if key.type.schema.get("type") == "string")
+        self.defaults: C = table.record()
+
+    def _unknown_field(self, key: str) -> DecodeError:
+        expected = ", ".join(f"`{k}`" for k in self.decoders)
+        return DecodeError(f"unknown field `{key}`, expected one of {expected}")
+
+    def parse_items(self, items: Iterable[tuple[Any, Any]], prefix: str) -> C:
+        """Build a config from (key, value) pairs in the order given; the first bad pair is reported."""
+        values: dict[str, Any] = {}
+        try:
+            for key, value in items:
+                if type(key) is not str:
+                    raise t.invalid_type(key, "field identifier")
+                decoder = self.decoders.get(key)
+                if decoder is None:
+                    raise self._unknown_field(key)
+                if key in values:
+                    raise DecodeError(f"duplicate field `{key}`")
+                values[key] = decoder(value)
+            for key, implied in self.table.profiles[values.get("profile", "faithful")].items():
+                if key not in values:
+                    values[key] = self.decoders[key](implied)
+        except DecodeError as exc:
+            raise ConfigError(prefix, exc.detail) from None
+        return self.table.record(**values)
+
+    def parse_value(self, value: Any, prefix: str = "json parse") -> C:
+        """Parse a decoded JSON value (an object) into a config.
+
+        Members are checked in ascending key order, the order in which the original's decoder met
+        them, so with several faults the same one is named.
+        """
+        if type(value) is not dict:
+            raise ConfigError(prefix, t.invalid_type(value, "struct WorkerConfig").detail)
+        return self.parse_items(sorted(value.items(), key=lambda kv: kv[0]), prefix)
+
+    def to_json(self, config: C) -> dict[str, Any]:
+        """Every key of the record with its value, keys sorted (the seed's full object, the example).
+
+        A key whose value is the one its profile implies is left out, so the stored object keeps
+        following the profile: switching the profile later changes it too.
+        """
+        as_json = config.to_dict()
+        implied = self.table.profiles[config.profile]
+        return {name: as_json[name] for name in sorted(self.table.names)
+                if name not in implied or as_json[name] != implied[name]}
+
+    def defaults_object(self) -> dict[str, Any]:
+        """The built-in defaults, keys sorted: schema example, manifest ``default_config``, initial value."""
+        return self.to_json(self.defaults)
+
+
+WORKER_CONFIG = ConfigCodec(CONFIG_KEYS)
+KEY_DECODERS = WORKER_CONFIG.decoders
+STRING_KEYS = WORKER_CONFIG.string_keys
 
 
 def parse_config_items(items: Iterable[tuple[Any, Any]], prefix: str) -> WorkerConfig:
     """Build a config from (key, value) pairs in the order given; the first bad pair is reported."""
-    values: dict[str, Any] = {}
-    try:
-        for key, value in items:
-            if type(key) is not str:
-                raise t.invalid_type(key, "field identifier")
-            decoder = KEY_DECODERS.get(key)
-            if decoder is None:
-                raise _unknown_field(key)
-            if key in values:
-                raise DecodeError(f"duplicate field `{key}`")
-            values[key] = decoder(value)
-        for key, implied in PROFILE_KEYS[values.get("profile", "faithful")].items():
-            if key not in values:
-                values[key] = KEY_DECODERS[key](implied)
-    except DecodeError as exc:
-        raise ConfigError(prefix, exc.detail) from None
-    return WorkerConfig(**values)
+    return WORKER_CONFIG.parse_items(items, prefix)
 
 
 def parse_config_value(value: Any, prefix: str = "json parse") -> WorkerConfig:
@@ -158,23 +176,14 @@ def parse_config_value(value: Any, prefix: str = "json parse") -> WorkerConfig:
     Members are checked in ascending key order, the order in which the original's decoder met
     them, so with several faults the same one is named.
     """
-    if type(value) is not dict:
-        raise ConfigError(prefix, t.invalid_type(value, "struct WorkerConfig").detail)
-    return parse_config_items(sorted(value.items(), key=lambda kv: kv[0]), prefix)
+    return WORKER_CONFIG.parse_value(value, prefix)
 
 
 def config_to_json(config: WorkerConfig) -> dict[str, Any]:
-    """Every key of the record with its value, keys sorted (the seed's full object, the example).
-
-    A key whose value is the one its profile implies is left out, so the stored object keeps
-    following the profile: switching the profile later changes it too.
-    """
-    as_json = config.to_dict()
-    implied = PROFILE_KEYS[config.profile]
-    return {f.name: as_json[f.name] for f in sorted(fields(config), key=lambda f: f.name)
-            if f.name not in implied or as_json[f.name] != implied[f.name]}
+    """Every key of the record with its value, keys sorted, less the values its profile implies."""
+    return WORKER_CONFIG.to_json(config)
 
 
 def defaults_object() -> dict[str, Any]:
     """The built-in defaults, keys sorted: schema example, manifest ``default_config``, initial value."""
-    return config_to_json(DEFAULT_CONFIG)
+    return WORKER_CONFIG.defaults_object()
