@@ -1,5 +1,5 @@
 """End-to-end column: one call through the test engine and a real worker process (WebSocket
-round trip), using the engine developer's harness in ``tests/engine_harness``.
+round trip), using the test engine of ``testengine``.
 
 This is a hook: it measures only when both the harness and the worker entry point
 (``context_manager.worker``) exist; otherwise :func:`unavailable_reason` says why and the
@@ -30,10 +30,10 @@ def unavailable_reason() -> str | None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     try:
-        if importlib.util.find_spec("tests.engine_harness") is None:
-            return "tests/engine_harness not found"
+        if importlib.util.find_spec("testengine") is None:
+            return "testengine not found"
     except ModuleNotFoundError:
-        return "tests/engine_harness not found"
+        return "testengine not found"
     if importlib.util.find_spec("context_manager.worker") is None:
         return "worker entry point context_manager.worker not landed yet"
     return None
@@ -43,7 +43,7 @@ def _start() -> Any:
     global _engine, _worker
     if _engine is None:
         from bench.child import SUMMARY_TEXT
-        from tests.engine_harness import FakeRouter, TestEngine, WorkerProcess
+        from testengine import FakeRouter, TestEngine, WorkerProcess
 
         # The fake router answers summaries at once, like W3's in-process summariser.
         _engine = TestEngine(router=FakeRouter(summary=SUMMARY_TEXT)).start()

@@ -15,8 +15,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.engine_harness import TestEngine
-from tests.engine_harness.wire import decode
+from testengine import TestEngine
+from testengine.wire import decode
 
 _HEAD = b'{"function_id":"'
 _ID = b'","invocation_id":"'

@@ -25,8 +25,8 @@ from bench.child import SUMMARY_TEXT
 from bench.measure import median, percentile
 from bench.scale_engine import BenchEngine
 from bench.scale_workload import FUNCTION_ID, Payload, Plan, digest, in_process_answer, payloads
-from tests.engine_harness import FakeRouter, WorkerProcess
-from tests.engine_harness.process import processes_flag
+from testengine import FakeRouter, WorkerProcess
+from testengine.process import processes_flag
 
 CALL_TIMEOUT = 300.0
 START_TIMEOUT = 60.0

@@ -510,9 +510,8 @@ class Totals:
 
 def summariser_script() -> Callable[[dict[str, Any]], Any]:
     """``router::chat`` answered by the replay's deterministic summariser."""
-    from engine_harness import stream_for
-
     from bench.replay.fake_summarizer import summarize
+    from testengine import stream_for
 
     async def chat(data: dict[str, Any]) -> tuple[list[str | bytes], Any]:
         user_prompt = data["messages"][0]["content"][0]["text"]
@@ -526,7 +525,7 @@ def summariser_script() -> Callable[[dict[str, Any]], Any]:
 async def failing_chat(data: dict[str, Any]) -> tuple[list[str | bytes], Any]:
     """``router::chat`` of a router whose provider fails: an error frame ends the stream and the
     answer is ``ok: false``."""
-    from engine_harness import assistant
+    from testengine import assistant
 
     model = str(data.get("model"))
     error = {"code": "provider_error", "message": "the provider is unavailable"}
@@ -583,8 +582,9 @@ def worker_path() -> str:
 def harness_stack(sessions: list[RecordedSession], workdir: Path) -> Iterator[Stack]:
     """The test engine with a fake router (limits and summariser), the worker as a process, and
     the official SDK as the harness's client."""
-    from engine_harness import FakeRouter, TestEngine, WorkerProcess
     from iii import InitOptions, register_worker
+
+    from testengine import FakeRouter, TestEngine, WorkerProcess
 
     router = FakeRouter(budgets=budgets(sessions), chat_script=summariser_script(), count_tokens=False)
     engine = TestEngine(router=router).start()

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-from engine_harness.process import processes_flag
 
 from bench.scale_engine import _split
 from bench.scale_report import checks, render
 from bench.scale_workload import QUICK, digest, payloads
+from testengine.process import processes_flag
 
 ROOT = Path(__file__).resolve().parent.parent
 
