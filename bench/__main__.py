@@ -22,8 +22,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 if __name__ == "__main__":
     args = parse(sys.argv[1:])
-    os.environ["BENCH_CLOCK"] = args.clock  # before bench.measure is imported, and for children
-    from bench.runner import ALL_SETS, main
+    os.environ["BENCH_CLOCK"] = args.clock  # before bench.kit.measure is imported, and for children
+    from bench.speed.runner import ALL_SETS, main
 
     sets = tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = [s for s in sets if s not in ALL_SETS]

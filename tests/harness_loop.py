@@ -61,7 +61,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_SESSIONS = (REPO / ".." / "shared" / "realdata").resolve()
-GENERATED_SESSIONS = REPO / "bench" / "replay" / "sessions"
+GENERATED_SESSIONS = REPO / "bench" / "kit" / "sessions"
 
 CONTEXT_WINDOW = 32_000
 MAX_OUTPUT_TOKENS = 4_000
@@ -510,7 +510,7 @@ class Totals:
 
 def summariser_script() -> Callable[[dict[str, Any]], Any]:
     """``router::chat`` answered by the replay's deterministic summariser."""
-    from bench.replay.fake_summarizer import summarize
+    from bench.kit.summariser import summarize
     from testengine import stream_for
 
     async def chat(data: dict[str, Any]) -> tuple[list[str | bytes], Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bench import workloads as w
+from bench.kit import workloads as w
 
 pytestmark = pytest.mark.slow  # builds every workload and runs the benchmark command
 
@@ -131,7 +131,7 @@ def test_quick_table_for_w1_and_w4_has_the_expected_rows():
 
 
 def test_p95_is_the_nearest_rank_and_ratios_are_paired():
-    from bench.measure import p95, paired_ratio
+    from bench.kit.measure import p95, paired_ratio
 
     assert p95([float(i) for i in range(1, 21)]) == 19.0
     assert p95([3.0, 1.0, 2.0]) == 3.0
@@ -147,7 +147,7 @@ def _set(call: float, floor: float, **extra):
 
 
 def test_targets_are_judged_on_the_stated_ratios():
-    from bench.report import build
+    from bench.speed.report import build
 
     results = {"W1": _set(2.9, 1.0), "W2": _set(2.6, 1.0),
                "W3": {**_set(5.0, 1.0), "request_bytes": 1000}}
@@ -160,7 +160,7 @@ def test_targets_are_judged_on_the_stated_ratios():
 
 
 def test_a_pending_set_is_reported_not_measured():
-    from bench.report import build
+    from bench.speed.report import build
 
     report = build({"W3": {"function_id": "context::assemble", "request_bytes": 5, "pending": "no summariser"}}, {})
     assert report.rows == []

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from bench.kit.ledger import count
+from bench.kit.peers import PEERS_BY_NAME, masking, masking_peer
 from bench.league.__main__ import main
-from bench.league.ledger import count
-from bench.league.peers import PEERS_BY_NAME, masking, masking_peer
 from bench.league.run import BUDGETS, run_peer
 from bench.replay.replay import Session
 

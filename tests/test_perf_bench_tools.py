@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from bench import issue2, tokenizer
+from bench.counting import tokenizer
+from bench.speed import large_history as issue2
 from context_manager.api import call
 
 

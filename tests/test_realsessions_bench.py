@@ -1,4 +1,4 @@
-"""``bench.realsessions`` on a small recorded session written here (no shared data needed)."""
+"""``bench.counting.realsessions`` on a small recorded session written here (no shared data needed)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import realsessions
+from bench.counting import realsessions
 
 
 def session() -> dict:

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from bench.replay import generate
+from bench.kit import generate
+from bench.kit.summariser import digest, previous_summary, summarize
 from bench.replay.__main__ import main
-from bench.replay.fake_summarizer import digest, previous_summary, summarize
 from bench.replay.replay import MODES_BY_NAME, SESSIONS_DIR, load_session, replay, shipped_sessions
 
 pytestmark = pytest.mark.slow  # whole recorded sessions, hundreds of rounds each

@@ -1,6 +1,6 @@
 """The league table: the worker's own modes against the context strategies agent teams ship.
 
-``python -m bench.league`` replays recorded sessions (``bench/replay/sessions`` by default, any
+``python -m bench.league`` replays recorded sessions (``bench/kit/sessions`` by default, any
 folder with ``--data``) call by call, as ``bench.replay`` does: before each recorded assistant
 message the harness holds the history recorded so far and sends a context to the model. Each
 strategy decides what is sent:
@@ -9,9 +9,9 @@ strategy decides what is sent:
   as a library caller would) and keeps the round trip (``applied.summary`` as the next calls'
   ``previous_summary``, its own messages from ``applied.tail_start_index`` on) when the mode
   persists it (``bench.league.modes``);
-* a **peer** is a simulation of a published policy (``bench.league.peers``; each one's parameters
+* a **peer** is a simulation of a published policy (``bench.kit.peers``; each one's parameters
   and sources are in its docstring) that builds the context itself. Where the peer summarises it
-  calls the same deterministic summariser as the worker modes (``bench.replay.fake_summarizer``);
+  calls the same deterministic summariser as the worker modes (``bench.kit.summariser``);
   where the peer has a last line of defence against an over-long request, that defence is
   ``context::assemble`` with the default configuration and no summariser.
 

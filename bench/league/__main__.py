@@ -1,8 +1,8 @@
 """``python -m bench.league [--data DIR] [--budgets 32k,128k] [--json] [--quick] [--plot PNG]``.
 
-Prints the league table: per budget, every peer strategy (``bench.league.peers``, with the
+Prints the league table: per budget, every peer strategy (``bench.kit.peers``, with the
 observation-masking sweep) and every worker mode (``bench.league.modes``), summed over the
-sessions of the folder (the generated ones, ``bench/replay/sessions``, by default). ``--quick``
+sessions of the folder (the generated ones, ``bench/kit/sessions``, by default). ``--quick``
 replays only the smallest session at 32k (a smoke test). Definitions: ``bench/league/__init__.py``.
 """
 
@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench.league.ledger import Ledger
+from bench.kit.ledger import Ledger
+from bench.kit.peers import MASKING_SWEEP, PEERS, Peer, masking_peer
 from bench.league.modes import WORKER_MODES
-from bench.league.peers import MASKING_SWEEP, PEERS, Peer, masking_peer
 from bench.league.run import BUDGETS, run_peer, run_worker
 from bench.league.table import Row, markdown
 from bench.replay.replay import Mode, Session, shipped_sessions

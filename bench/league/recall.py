@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bench.league.ledger import Ledger, Sent
+from bench.kit.ledger import Ledger, Sent
 from bench.recall.measure import SessionIndex, pressure_calls, recall_at_call
 
 if TYPE_CHECKING:
-    from bench.league.peers import Budget
+    from bench.kit.peers import Budget
     from bench.replay.replay import Session
 
 

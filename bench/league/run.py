@@ -7,11 +7,11 @@ from typing import Any
 
 import anyio
 
-from bench.league.ledger import Ledger, Message, Sent, count
-from bench.league.peers import Budget, Peer
+from bench.kit.ledger import Ledger, Message, Sent, count
+from bench.kit.peers import Budget, Peer
+from bench.kit.summariser import RecordingSummarizer
 from bench.league.recall import RecallProbe
 from bench.replay.economy import cached_prefix_tokens
-from bench.replay.fake_summarizer import RecordingSummarizer
 from bench.replay.replay import Mode, Session, _anchor_messages
 from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore

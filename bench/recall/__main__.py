@@ -1,6 +1,6 @@
 """``python -m bench.recall [--data DIR] [--budgets 16k/2k,32k/4k] [--modes ...] [--sessions ...] [--quick] [--json FILE] [--missing N]``.
 
-Replays every recorded session (the generated ones of ``bench/replay/sessions`` by default) as a
+Replays every recorded session (the generated ones of ``bench/kit/sessions`` by default) as a
 persisting harness does, with the replay's deterministic summariser (``bench.replay``), per
 budget and mode, and prints one Markdown table per budget: the long-range future-entity recall
 (defined in ``bench.recall.measure`` and ``bench.recall.entities``) beside the overflows, the

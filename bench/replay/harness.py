@@ -23,7 +23,7 @@ non-retryable turn failure), or when its ``token_count`` exceeds ``usable`` (the
 such an answer); the replay goes on with the next step, as the harness's next turn would. Any
 other error stops the run (a dependency failure).
 
-One worker per session: the deterministic replay summariser (``bench.replay.fake_summarizer``),
+One worker per session: the deterministic replay summariser (``bench.kit.summariser``),
 no lease store (one harness, one history), a fresh ledger of sent contexts and session store. Definitions: ``turns`` = model steps driven; ``failed`` = failed turns; ``overflow`` =
 those answered ``context/overflow``; ``over usable`` = answers with ``token_count > usable``;
 ``compactions`` = answers reporting ``applied.compacted``; ``calibrated`` = answers counted on a
@@ -42,7 +42,7 @@ from typing import Any
 import anyio
 import orjson
 
-from bench.replay.fake_summarizer import RecordingSummarizer
+from bench.kit.summariser import RecordingSummarizer
 from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS

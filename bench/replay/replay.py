@@ -32,8 +32,8 @@ from typing import Any
 
 import anyio
 
+from bench.kit.summariser import RecordingSummarizer
 from bench.replay.economy import Bill, cached_prefix_tokens
-from bench.replay.fake_summarizer import RecordingSummarizer
 from bench.replay.probes import Probes, context_text, head_probes, task_text
 from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
@@ -45,7 +45,7 @@ from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
 from context_manager.wire.errors import OVERFLOW, HandlerError
 
-SESSIONS_DIR = Path(__file__).resolve().parent / "sessions"
+SESSIONS_DIR = Path(__file__).resolve().parents[1] / "kit" / "sessions"
 MAX_OUTPUT_TOKENS = 4000
 BUDGETS = {"16k": 16_000, "32k": 32_000, "64k": 64_000, "128k": 128_000}
 DEFAULT_BUDGETS = ("32k", "64k", "128k")

@@ -1,7 +1,7 @@
 """``python -m bench.scale [--processes N] [--quick] [--json FILE]``: the worker under mixed load at
 one process and at N.
 
-For each process count a load process (``bench.scale_load``) starts a test engine, the worker
+For each process count a load process (``bench.scale.load``) starts a test engine, the worker
 (``python -m context_manager --url … [--processes N]``) and its callers, and runs three phases:
 a warm-up, small calls only, then the same small calls with a few callers looping large calls.
 This process only samples: the worker tree's resident memory every 50 ms and the CPU time of
@@ -24,9 +24,9 @@ from typing import IO, Any
 
 import orjson
 
-from bench import proctree
-from bench.scale_report import checks, render
-from bench.scale_workload import FULL, QUICK, Plan
+from bench.scale import proctree
+from bench.scale.report import checks, render
+from bench.scale.workload import FULL, QUICK, Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_EVERY = 0.05
@@ -73,7 +73,7 @@ def run_one(processes: int, plan: Plan, log: IO[str] = sys.stderr) -> dict[str, 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "src"), env.get("PYTHONPATH", "")])
     stderr = tempfile.TemporaryFile()
-    load = subprocess.Popen([sys.executable, "-m", "bench.scale_load", str(processes), orjson.dumps(plan.as_dict())],
+    load = subprocess.Popen([sys.executable, "-m", "bench.scale.load", str(processes), orjson.dumps(plan.as_dict())],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=ROOT, env=env)
     assert load.stdout is not None and load.stdin is not None
     events: queue.Queue[dict[str, Any] | None] = queue.Queue()

@@ -1,4 +1,4 @@
-"""The in-process criteria on a 1 MB history of 400 messages: ``python -m bench.issue2``.
+"""The in-process criteria on a 1 MB history of 400 messages: ``python -m bench.speed.large_history``.
 
 * ``context::count-tokens`` on the parsed request (like-for-like, the worker's own call
   context) ≤ 2× one ``orjson.dumps`` of the history;
@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from bench import workloads
-from bench.child import shifted
-from bench.inproc import call_bytes, call_parsed
-from bench.measure import cpu_ms, median
+from bench.kit import workloads
+from bench.kit.inproc import call_bytes, call_parsed
+from bench.kit.measure import cpu_ms, median
+from bench.speed.child import shifted
 
 RUNS = 21
 

@@ -1,10 +1,10 @@
-"""``python -m bench.turn_cost [--quick] [--config JSON] [--off JSON] [--on JSON]``: the warm
+"""``python -m bench.speed.turn_cost [--quick] [--config JSON] [--off JSON] [--on JSON]``: the warm
 agent-loop turn (W5) under one configuration against the same turn under another, measured in one
 run. The defaults compare ``working_set: true`` with it off; ``--off '{}' --on
 '{"profile": "recommended"}'`` compares the recommended profile with the faithful one.
 
-Definitions: the W5 workload of ``bench.workloads`` (its base history and growth rounds, written
-once), served warm by ``bench.child``'s ``W5-warm`` loop (call ``k`` extends call ``k-1``'s
+Definitions: the W5 workload of ``bench.kit.workloads`` (its base history and growth rounds, written
+once), served warm by ``bench.speed.child``'s ``W5-warm`` loop (call ``k`` extends call ``k-1``'s
 history by one round, answered the way the worker answers an engine frame). The loop runs twice,
 each time in a fresh child process, alternating off/on ``--pairs`` times so that drift on a shared
 machine falls on both; ``BENCH_CONFIG`` is ``--config`` (default ``{}``) updated with ``--off``,
@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from bench import runner
+from bench.speed import runner
 
 
 def _warm(data_dir: Path, config: dict[str, Any]) -> list[float]:
@@ -34,14 +34,14 @@ def _warm(data_dir: Path, config: dict[str, Any]) -> list[float]:
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     env["BENCH_CONFIG"] = orjson.dumps(config).decode()
-    done = subprocess.run([sys.executable, "-m", "bench.child", "W5-warm", str(data_dir)],
+    done = subprocess.run([sys.executable, "-m", "bench.speed.child", "W5-warm", str(data_dir)],
                           capture_output=True, env=env, cwd=root, check=True)
     calls: list[float] = orjson.loads(done.stdout.splitlines()[-1])["calls_ms"]
     return calls[1:]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.turn_cost", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.speed.turn_cost", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="the quick W5 loop (10 calls)")
     parser.add_argument("--pairs", type=int, default=3, help="off/on loop pairs (default 3)")
     parser.add_argument("--config", default="{}", help="the configuration both loops share (JSON)")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.replay.fake_summarizer import summarize
+from bench.kit.summariser import summarize
 
 Message = dict[str, Any]
 INSTRUCTION = "Summarise the conversation below for the agent that continues it."

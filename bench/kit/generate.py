@@ -1,4 +1,4 @@
-"""Write the recorded sessions the replay ships with: ``python -m bench.replay.generate [DIR]``.
+"""Write the recorded sessions the replay ships with: ``python -m bench.kit.generate [DIR]``.
 
 Two kinds of session, each a JSON document ``{"system_prompt": ..., "messages": [...]}`` of wire
 AgentMessages, gzip-compressed (``<name>.json.gz``):
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.replay import tool_output as out
+from bench.kit import tool_output as out
 
 SESSIONS_DIR = Path(__file__).resolve().parent / "sessions"
 MODEL = "agent-model"

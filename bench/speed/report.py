@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.measure import paired_ratio
+from bench.kit.measure import paired_ratio
 
 MB = 1024 * 1024
 
@@ -168,7 +168,7 @@ def _applied_text(applied: dict[str, Any]) -> str:
 
 
 def _w5_rows(w5: dict[str, Any], e2e: dict[str, Any] | None = None) -> list[Row]:
-    from bench.measure import summary
+    from bench.kit.measure import summary
 
     indices = w5["cold_indices"]
     warm = [w5["warm"]["calls_ms"][k - 1] for k in indices]

@@ -1,4 +1,4 @@
-"""``python -m bench.retention_policies --data DIR``: the README's two worked retention policies
+"""``python -m bench.counting.retention_policies --data DIR``: the README's two worked retention policies
 measured on recorded sessions (tokens before and after, and the warnings of the last call).
 
 Each session is assembled whole, as its last model call would send it, for a model with a window
@@ -56,7 +56,7 @@ def measure(policy: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.retention_policies", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.counting.retention_policies", description=__doc__)
     parser.add_argument("--data", required=True, help="folder of recorded sessions (see its SOURCES.md)")
     args = parser.parse_args(argv)
     for name, policy, file_name in RUNS:

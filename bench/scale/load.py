@@ -1,6 +1,6 @@
 """The load side of ``python -m bench.scale``: a test engine, the worker under test and its callers.
 
-``python -m bench.scale_load PROCESSES PLAN_JSON`` runs in its own process so that the sampler
+``python -m bench.scale.load PROCESSES PLAN_JSON`` runs in its own process so that the sampler
 (``bench.scale``) does not share its interpreter with the callers. It speaks one JSON object
 per stdout line: ``ready`` (with the worker's pid), ``start``/``end`` around each measured
 phase, then ``finished``; it then waits for one stdin line before stopping the worker, so that
@@ -21,10 +21,10 @@ from typing import Any
 
 import orjson
 
-from bench.child import SUMMARY_TEXT
-from bench.measure import median, percentile
-from bench.scale_engine import BenchEngine
-from bench.scale_workload import FUNCTION_ID, Payload, Plan, digest, in_process_answer, payloads
+from bench.kit.measure import median, percentile
+from bench.scale.engine import BenchEngine
+from bench.scale.workload import FUNCTION_ID, Payload, Plan, digest, in_process_answer, payloads
+from bench.speed.child import SUMMARY_TEXT
 from testengine import FakeRouter, WorkerProcess
 from testengine.process import processes_flag
 

@@ -1,6 +1,6 @@
 """How far the byte heuristic is from exact token counts, and what exact counts cost.
 
-    python -m bench.accuracy [--sessions 40] [--seed 7] [--timing-mb 1.5] [--repeat 3] [--json]
+    python -m bench.counting.accuracy [--sessions 40] [--seed 7] [--timing-mb 1.5] [--repeat 3] [--json]
                              [--realdata ../shared/realdata] [--replay-windows 8000,16000,32000]
 
 For seeded synthetic sessions (prose, code, JSON results, CJK, emoji, tool calls) it reports the
@@ -10,7 +10,7 @@ under-counts. The timing part counts ~1.5 MB of mixed messages cold (empty cache
 tiktoken's own ``encode_ordinary_batch`` of the same texts, and recounts them warm (cached).
 
 With ``--realdata`` (a folder of recorded sessions), it adds the real-session tables of
-``bench.realsessions``: estimate / provider count per call for each estimator with and without
+``bench.counting.realsessions``: estimate / provider count per call for each estimator with and without
 ``count_calibration: usage``, and the simulated-provider replay at each of ``--replay-windows``;
 ``--replay-tokenizer-scales 1,1.2`` adds the replay counted with o200k_base (``estimator: auto``)
 against a provider whose count is that many times the simulated one.
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.realdata:
         from pathlib import Path
 
-        from bench import realsessions
+        from bench.counting import realsessions
 
         folder = Path(args.realdata)
         real = {"sessions": realsessions.session_table(folder),

@@ -1,4 +1,4 @@
-"""The tokenizer estimator's targets: ``python -m bench.tokenizer [--quick] [--calls N]``.
+"""The tokenizer estimator's targets: ``python -m bench.counting.tokenizer [--quick] [--calls N]``.
 
 * **cold W2**: ``context::assemble`` on W2 with ``estimator: auto`` and model ``gpt-4o``
   (o200k_base), every count uncached (token cache cleared, never-seen history), against
@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
-from bench import workloads
-from bench.child import _history, shifted
-from bench.inproc import call_bytes, make_config
-from bench.measure import cpu_ms, median
+from bench.kit import workloads
+from bench.kit.inproc import call_bytes, make_config
+from bench.kit.measure import cpu_ms, median
+from bench.speed.child import _history, shifted
 from context_manager.adapters.tokenizers import SHARED_CACHE, tokenizer_for_model
 from context_manager.adapters.tokenizers.estimator import message_pieces
 from context_manager.wire import decode as t
@@ -73,7 +73,7 @@ def warm_w5(calls: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.tokenizer", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.counting.tokenizer", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="3 cold runs and a 20-call loop")
     args = parser.parse_args()
     w2 = cold_w2(3 if args.quick else 9)

@@ -7,7 +7,7 @@ reductions (a summary that replaces history, a checkpoint) keeps that state acro
 whose design edits each request (masking, context editing) recomputes from the whole history every
 time. Where a published parameter is an absolute token count it is made relative to the window it
 was published for, as each docstring states, so 32k and 128k windows are treated alike. Where the
-peer summarises it uses ``bench.league.summarise``; where a summary becomes a message it is a user
+peer summarises it uses ``bench.kit.peer_summaries``; where a summary becomes a message it is a user
 message at the place the peer puts it.
 
 Budgets: ``window`` is the model's context window, ``limit`` = window - max output tokens, the
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bench.league.ledger import Message, count
-from bench.league.summarise import Summary, assistant_message, summarise, user_message
+from bench.kit.ledger import Message, count
+from bench.kit.peer_summaries import Summary, assistant_message, summarise, user_message
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What ``count_calibration: usage`` adds to a warm worker turn (W5's agent loop).
 
-    python -m bench.calibration_cost [--calls 30] [--rounds 7]
+    python -m bench.counting.calibration_cost [--calls 30] [--rounds 7]
 
 Runs W5's growing history through a fresh ``WorkerTurn`` per measurement, with the key off and
 on, and prints the CPU time per warm turn (turns 6..N) of each, the part spent choosing the
@@ -26,8 +26,8 @@ from typing import Any
 import orjson
 
 import context_manager.core.assemble as assemble_module
-from bench import workloads
-from bench.inproc import WorkerTurn, bench_config
+from bench.kit import workloads
+from bench.kit.inproc import WorkerTurn, bench_config
 from context_manager.core.counting.calibration import SHARED_LEDGER
 from context_manager.core.memo import SHARED_MEMO
 

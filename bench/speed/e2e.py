@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from bench.measure import summary
+from bench.kit.measure import summary
 
 ROOT = Path(__file__).resolve().parent.parent
 _FUNCTIONS = {"W1": "context::assemble", "W2": "context::assemble", "W2-prune": "context::prune",
@@ -42,7 +42,7 @@ def unavailable_reason() -> str | None:
 def _start() -> Any:
     global _engine, _worker
     if _engine is None:
-        from bench.child import SUMMARY_TEXT
+        from bench.speed.child import SUMMARY_TEXT
         from testengine import FakeRouter, TestEngine, WorkerProcess
 
         # The fake router answers summaries at once, like W3's in-process summariser.
@@ -74,7 +74,7 @@ async def _timed_call(engine: Any, function_id: str, payload: Any) -> float:
 
 def measure(name: str, data_dir: Path, runs: int) -> dict[str, Any] | None:
     """Median/p95 of ``runs`` engine calls on ``name``'s request (after one discarded call)."""
-    from bench.child import shifted  # the same never-seen-before variants as in-process
+    from bench.speed.child import shifted  # the same never-seen-before variants as in-process
 
     try:
         engine = _start()
@@ -101,7 +101,7 @@ def measure(name: str, data_dir: Path, runs: int) -> dict[str, Any] | None:
 def measure_w5(data_dir: Path, indices: list[int]) -> dict[str, Any] | None:
     """W5 through the engine: the agent loop's calls 1..N in order (warm: calls ``indices``),
     then the same histories with their own timestamp offsets (cold: nothing to reuse)."""
-    from bench.child import _history, shifted
+    from bench.speed.child import _history, shifted
 
     try:
         engine = _start()

@@ -13,9 +13,10 @@ from typing import Any
 
 import orjson
 
-from bench import e2e, workloads
-from bench.measure import CLOCK
-from bench.report import Report, build, render
+from bench.kit import workloads
+from bench.kit.measure import CLOCK
+from bench.speed import e2e
+from bench.speed.report import Report, build, render
 
 ALL_SETS = ("W1", "W2", "W2-prune", "W3", "W4", "W5")
 
@@ -49,7 +50,7 @@ def _child(*args: str) -> dict[str, Any]:
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-m", "bench.child", *args], capture_output=True, env=env,
+    done = subprocess.run([sys.executable, "-m", "bench.speed.child", *args], capture_output=True, env=env,
                           cwd=root, check=False)
     if done.returncode != 0:
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
@@ -106,7 +107,7 @@ def run(sets: tuple[str, ...], plan: Plan, with_e2e: bool = True, log=sys.stderr
     report.notes.append(f"clock: {CLOCK} ({'process CPU time' if CLOCK == 'cpu' else 'wall-clock latency'}); "
                         f"{plan.runs} runs after one discarded warm-up; ratios are medians of run-by-run ratios")
     if e2e_state:
-        report.notes.append(f"e2e column: pending ({e2e_state}); hook: bench/e2e.py")
+        report.notes.append(f"e2e column: pending ({e2e_state}); hook: bench/speed/e2e.py")
     return report, results, "pending" if e2e_state else "—"
 
 

@@ -1,6 +1,6 @@
 """One workload set, measured in its own process so its peak RSS is its own.
 
-``python -m bench.child SET DATA_DIR RUNS [INDEX]`` prints one JSON object on stdout. The
+``python -m bench.speed.child SET DATA_DIR RUNS [INDEX]`` prints one JSON object on stdout. The
 request bytes are read from ``DATA_DIR`` (written by the parent), so generating the workload
 never counts towards this process's memory high-water mark.
 
@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from bench import peer
-from bench.inproc import WorkerTurn, call_bytes, call_parsed, make_config
-from bench.measure import clock_ms, max_rss_bytes, summary
+from bench.kit.inproc import WorkerTurn, call_bytes, call_parsed, make_config
+from bench.kit.measure import clock_ms, max_rss_bytes, summary
+from bench.speed import langchain_peer as peer
 
 SUMMARY_TEXT = (
     "Earlier work: the agent read the worker sources, ran the test suite, fixed two failing "

@@ -13,8 +13,8 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench import workloads
-from bench.child import instant_summarizer, shifted
+from bench.kit import workloads
+from bench.speed.child import instant_summarizer, shifted
 
 FUNCTION_ID = "context::assemble"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from bench.scale_workload import Plan
+from bench.scale.workload import Plan
 
 MEASURED = ("small", "mixed")
 COLUMNS = ("processes", "phase", "seconds", "small calls", "small/s", "small p50 ms", "small p99 ms",

@@ -1,4 +1,4 @@
-"""Where the time goes: ``python -m bench.profile [W1 W2 W4 ...] [--runs N] [--top K] [--sort tottime]``.
+"""Where the time goes: ``python -m bench.speed.profile [W1 W2 W4 ...] [--runs N] [--top K] [--sort tottime]``.
 
 Profiles the in-process bytes-to-bytes call (cProfile) over ``N`` never-seen-before variants of
 each workload and prints the top functions, plus a phase split measured without the profiler:
@@ -19,10 +19,10 @@ from typing import Any
 import anyio
 import orjson
 
-from bench import workloads
-from bench.child import instant_summarizer, shifted
-from bench.inproc import call_bytes, make_config
-from bench.measure import clock_ms, median
+from bench.kit import workloads
+from bench.kit.inproc import call_bytes, make_config
+from bench.kit.measure import clock_ms, median
+from bench.speed.child import instant_summarizer, shifted
 from context_manager.core.settings import DEFAULT_CONFIG
 
 SETS = {"W1": workloads.w1, "W2": workloads.w2, "W2-prune": workloads.w2_prune, "W3": workloads.w3,
@@ -101,7 +101,7 @@ _LOOP = asyncio.new_event_loop()  # what a per-thread reused loop would cost ins
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.profile")
+    parser = argparse.ArgumentParser(prog="python -m bench.speed.profile")
     parser.add_argument("sets", nargs="*", default=["W1", "W2", "W4"])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--top", type=int, default=25)
