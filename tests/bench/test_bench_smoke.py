@@ -16,7 +16,7 @@ from bench.kit import workloads as w
 
 pytestmark = pytest.mark.slow  # builds every workload and runs the benchmark command
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _results(messages):

@@ -18,7 +18,7 @@ from bench.scale.report import checks, render
 from bench.scale.workload import QUICK, digest, payloads
 from testengine.process import processes_flag
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_one_process_is_the_default_and_gets_no_flag():

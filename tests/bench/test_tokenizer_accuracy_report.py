@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "counting" / "accuracy.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "counting" / "accuracy.py"
 
 
 @pytest.fixture(scope="module")
