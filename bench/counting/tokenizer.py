@@ -20,7 +20,7 @@ import orjson
 from bench.kit import workloads
 from bench.kit.inproc import call_bytes, make_config
 from bench.kit.measure import cpu_ms, median
-from bench.speed.child import _history, shifted
+from bench.kit.workloads import grown, shifted
 from context_manager.adapters.tokenizers import SHARED_CACHE, tokenizer_for_model
 from context_manager.adapters.tokenizers.estimator import message_pieces
 from context_manager.wire import decode as t
@@ -59,13 +59,13 @@ def warm_w5(calls: int) -> dict[str, float]:
     first = max(2, calls - 14)
     warm = []
     for k in range(1, calls + 1):
-        request = orjson.dumps(_history(base, growth, k))
+        request = orjson.dumps(grown(base, growth, k))
         ms = cpu_ms(lambda: call_bytes(FUNCTION_ID, request, config))
         if k >= first:
             warm.append(ms)
     cold = []
     for k in range(first, calls + 1):
-        request = orjson.dumps(shifted(_history(base, growth, k), 2 * 10**9 + k * 10**6))
+        request = orjson.dumps(shifted(grown(base, growth, k), 2 * 10**9 + k * 10**6))
         SHARED_CACHE.clear()
         cold.append(cpu_ms(lambda: call_bytes(FUNCTION_ID, request, config)))
     return {"warm_ms": median(warm), "cold_ms": median(cold),

@@ -1,4 +1,9 @@
-"""A fast, deterministic stand-in for the summarising model.
+"""The deterministic stand-ins for the summarising model.
+
+:func:`instant_summarizer` answers :data:`SUMMARY_TEXT` to every request (the speed and scale
+suites, where only the worker's own time counts). :func:`summarize` (recorded by
+:class:`RecordingSummarizer`) is the replayed suites' summariser, described below; the league's
+peers summarise with it too (``bench.kit.peer_summaries``).
 
 It has the library summariser's signature ``(system_prompt, user_prompt, model) -> str`` and
 answers in the template's sections. What it writes can be checked:
@@ -108,3 +113,14 @@ class RecordingSummarizer:
         self.input_tokens += (len(system_prompt.encode()) + len(user_prompt.encode())) // 4
         self.output_tokens += len(reply.encode()) // 4
         return reply
+
+
+# The speed and scale suites' summariser: one fixed answer, instantly (W3 and the scale mix).
+SUMMARY_TEXT = (
+    "Earlier work: the agent read the worker sources, ran the test suite, fixed two failing "
+    "budget checks and documented the lease protocol. Open items: flaky channel test."
+)
+
+
+def instant_summarizer(system_prompt: str, user_prompt: str, model: Any) -> str:
+    return SUMMARY_TEXT

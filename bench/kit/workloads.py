@@ -496,3 +496,15 @@ def w5_histories(seed: int = DEFAULT_SEED, quick: bool = False) -> list[Workload
 
 
 BUILDERS: dict[str, Callable[..., Workload]] = {"W1": w1, "W2": w2, "W2-prune": w2_prune, "W3": w3, "W4": w4}
+
+
+def shifted(payload: dict[str, Any], delta: int) -> dict[str, Any]:
+    """The same request with every message ``delta`` ms later (new dicts, input untouched)."""
+    messages = [{**m, "timestamp": m["timestamp"] + delta} for m in payload["messages"]]
+    return {**payload, "messages": messages}
+
+
+def grown(base: dict[str, Any], growth: list[list[dict[str, Any]]], calls: int) -> dict[str, Any]:
+    """W5's request before call ``calls``: the base history plus its first ``calls`` growth rounds."""
+    added = [m for round_ in growth[:calls] for m in round_]
+    return {**base, "messages": base["messages"] + added}

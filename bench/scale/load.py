@@ -22,9 +22,9 @@ from typing import Any
 import orjson
 
 from bench.kit.measure import median, percentile
+from bench.kit.summariser import SUMMARY_TEXT
 from bench.scale.engine import BenchEngine
 from bench.scale.workload import FUNCTION_ID, Payload, Plan, digest, in_process_answer, payloads
-from bench.speed.child import SUMMARY_TEXT
 from testengine import FakeRouter, WorkerProcess
 from testengine.process import processes_flag
 

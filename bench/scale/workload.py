@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bench.kit import workloads
-from bench.speed.child import instant_summarizer, shifted
+from bench.kit.summariser import instant_summarizer
+from bench.kit.workloads import shifted
 
 FUNCTION_ID = "context::assemble"
 

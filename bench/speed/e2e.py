@@ -42,7 +42,7 @@ def unavailable_reason() -> str | None:
 def _start() -> Any:
     global _engine, _worker
     if _engine is None:
-        from bench.speed.child import SUMMARY_TEXT
+        from bench.kit.summariser import SUMMARY_TEXT
         from testengine import FakeRouter, TestEngine, WorkerProcess
 
         # The fake router answers summaries at once, like W3's in-process summariser.
@@ -74,7 +74,7 @@ async def _timed_call(engine: Any, function_id: str, payload: Any) -> float:
 
 def measure(name: str, data_dir: Path, runs: int) -> dict[str, Any] | None:
     """Median/p95 of ``runs`` engine calls on ``name``'s request (after one discarded call)."""
-    from bench.speed.child import shifted  # the same never-seen-before variants as in-process
+    from bench.kit.workloads import shifted  # the same never-seen-before variants as in-process
 
     try:
         engine = _start()
@@ -101,7 +101,7 @@ def measure(name: str, data_dir: Path, runs: int) -> dict[str, Any] | None:
 def measure_w5(data_dir: Path, indices: list[int]) -> dict[str, Any] | None:
     """W5 through the engine: the agent loop's calls 1..N in order (warm: calls ``indices``),
     then the same histories with their own timestamp offsets (cold: nothing to reuse)."""
-    from bench.speed.child import _history, shifted
+    from bench.kit.workloads import grown, shifted
 
     try:
         engine = _start()
@@ -116,8 +116,8 @@ def measure_w5(data_dir: Path, indices: list[int]) -> dict[str, Any] | None:
     async def timed_calls() -> tuple[list[float], list[float]]:
         warm = {}
         for k in range(1, len(growth) + 1):
-            warm[k] = await one(_history(base, growth, k))
-        cold = [await one(shifted(_history(base, growth, k), 5 * 10**9 + k * 10**6)) for k in indices]
+            warm[k] = await one(grown(base, growth, k))
+        cold = [await one(shifted(grown(base, growth, k), 5 * 10**9 + k * 10**6)) for k in indices]
         return [warm[k] for k in indices], cold
 
     try:

@@ -19,7 +19,7 @@ import orjson
 from bench.kit import workloads
 from bench.kit.inproc import call_bytes, call_parsed
 from bench.kit.measure import cpu_ms, median
-from bench.speed.child import shifted
+from bench.kit.workloads import shifted
 
 RUNS = 21
 

@@ -22,7 +22,8 @@ import orjson
 from bench.kit import workloads
 from bench.kit.inproc import call_bytes, make_config
 from bench.kit.measure import clock_ms, median
-from bench.speed.child import instant_summarizer, shifted
+from bench.kit.summariser import instant_summarizer
+from bench.kit.workloads import shifted
 from context_manager.core.settings import DEFAULT_CONFIG
 
 SETS = {"W1": workloads.w1, "W2": workloads.w2, "W2-prune": workloads.w2_prune, "W3": workloads.w3,

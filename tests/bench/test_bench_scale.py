@@ -85,7 +85,7 @@ def test_the_ratios_of_two_runs_are_printed_from_the_same_invocation():
 
 @pytest.mark.slow  # starts a test engine and two workers, and builds the W1 and W3 histories
 def test_quick_run_at_one_and_two_processes_answers_every_call_once_with_the_in_process_answer(tmp_path):
-    from bench.speed.child import instant_summarizer
+    from bench.kit.summariser import instant_summarizer
     from context_manager import call
     from context_manager.wire.codec import dumps_wire, loads
 
