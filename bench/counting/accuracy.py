@@ -204,7 +204,9 @@ REPLAY_MODEL = "gpt-4o"  # an o200k_base model: `estimator: auto` counts it with
 
 def replay_compactions(budget: str) -> list[dict[str, Any]]:
     """Compactions and overflows of each recorded session, replayed with each estimator."""
-    from bench.replay.replay import Mode, replay, shipped_sessions
+    from bench.kit.loop import Call, round_trip
+    from bench.kit.modes import BUDGETS, Mode
+    from bench.kit.sessions import Session, shipped_sessions
 
     modes = {"heuristic": Mode("heuristic", True, {}),
              "tokenizer": Mode("tokenizer", True, {"estimator": "auto"})}
@@ -212,9 +214,15 @@ def replay_compactions(budget: str) -> list[dict[str, Any]]:
     for recorded in shipped_sessions():
         row: dict[str, Any] = {"session": recorded.name, "budget": budget}
         for name, mode in modes.items():
-            stats = replay(recorded, budget, mode, model_id=REPLAY_MODEL)
-            row[name] = {"calls": stats.calls, "compactions": stats.compacted,
-                         "overflows": stats.overflows, "input_tokens": stats.input_tokens}
+            compacted = 0
+
+            def observe(_session: Session, call: Call) -> None:
+                nonlocal compacted
+                compacted += call.response is not None and bool(call.response["applied"]["compacted"])
+
+            ledger = round_trip(recorded, mode, BUDGETS[budget], model_id=REPLAY_MODEL, observer=observe)
+            row[name] = {"calls": ledger.calls, "compactions": compacted,
+                         "overflows": ledger.overflows, "input_tokens": ledger.sent}
         rows.append(row)
     return rows
 

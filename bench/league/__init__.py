@@ -23,7 +23,7 @@ Definitions (every count is the heuristic's, bytes / 4, as the worker's default 
 * **tokens sent**: the counted size of every context sent; **prefix rewrites**: sent calls whose
   system prompt and messages do not extend the previous sent call's;
 * **cache hit rate**: cached input / input, the cached input of a call being the part of it that
-  repeats the previous sent context from its start (``bench.replay.economy``), summariser requests
+  repeats the previous sent context from its start (``bench.kit.ledger``), summariser requests
   included (a summariser request that continues the conversation it summarises, as Claude Code's,
   Codex's and Anthropic's server-side compaction do, reads that conversation from the cache;
   every other summariser request is uncached);

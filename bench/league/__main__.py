@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 
 from bench.kit.ledger import Ledger
+from bench.kit.modes import Mode
 from bench.kit.peers import MASKING_SWEEP, PEERS, Peer, masking_peer
+from bench.kit.sessions import Session, shipped_sessions
 from bench.league.modes import WORKER_MODES
 from bench.league.run import BUDGETS, run_peer, run_worker
 from bench.league.table import Row, markdown
-from bench.replay.replay import Mode, Session, shipped_sessions
 
 LEGEND = """\
 Each row sums the sessions. overflows = calls that could not be sent; tokens sent = tokens of the

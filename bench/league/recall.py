@@ -16,7 +16,7 @@ from bench.recall.measure import SessionIndex, pressure_calls, recall_at_call
 
 if TYPE_CHECKING:
     from bench.kit.peers import Budget
-    from bench.replay.replay import Session
+    from bench.kit.sessions import Session
 
 
 _PRESSURE: dict[tuple[str, int, str], frozenset[int]] = {}

@@ -1,10 +1,10 @@
 """``python -m bench.recall [--data DIR] [--budgets 16k/2k,32k/4k] [--modes ...] [--sessions ...] [--quick] [--json FILE] [--missing N]``.
 
 Replays every recorded session (the generated ones of ``bench/kit/sessions`` by default) as a
-persisting harness does, with the replay's deterministic summariser (``bench.replay``), per
+persisting harness does, with the deterministic summariser (``bench.kit.loop``, ``bench.kit.summariser``), per
 budget and mode, and prints one Markdown table per budget: the long-range future-entity recall
 (defined in ``bench.recall.measure`` and ``bench.recall.entities``) beside the overflows, the
-prefix rewrites and the billed input of ``bench.replay.economy``. The numbers are deterministic.
+prefix rewrites and the billed input of ``bench.kit.ledger``. The numbers are deterministic.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.kit.ledger import Ledger
+from bench.kit.loop import round_trip
+from bench.kit.modes import BUDGETS
+from bench.kit.sessions import Session, shipped_sessions
+from bench.kit.table import markdown
 from bench.recall.measure import HORIZON, WINDOW, Recall, RecallObserver, pressure_calls
 from bench.recall.modes import DEFAULT_BUDGETS, MODES, QUICK_MODES, budget, mode
-from bench.replay.__main__ import markdown
-from bench.replay.economy import Bill
-from bench.replay.replay import Session, replay, shipped_sessions
 
 COLUMNS = ("mode", "pressure calls", "needs", "kept", "recall", "overflows", "prefix rewrites",
            "billed (auto cache)")
@@ -44,23 +46,23 @@ def measure(sessions: list[Session], budget_name: str, mode_names: list[str]) ->
         chosen = mode(name)
         assert chosen is not None
         observer = RecallObserver(pressure)
-        bill, overflows, rewrites, calls = Bill(), 0, 0, 0
+        bill, overflows, rewrites, calls = Ledger(), 0, 0, 0
         for session in sessions:
-            stats = replay(session, window, chosen, max_output_tokens=output, observer=observer)
-            bill.merge(stats.bill)
-            overflows += stats.overflows
-            rewrites += stats.cache_busts
-            calls += stats.calls
+            ledger = round_trip(session, chosen, BUDGETS[window], max_output_tokens=output, observer=observer)
+            bill.add(ledger)
+            overflows += ledger.overflows
+            rewrites += ledger.rewrites
+            calls += ledger.calls
         rows.append(_row(budget_name, name, observer.recall, calls, overflows, rewrites, bill))
     return rows
 
 
 def _row(budget_name: str, name: str, recall: Recall, calls: int, overflows: int, rewrites: int,
-         bill: Bill) -> dict[str, Any]:
+         bill: Ledger) -> dict[str, Any]:
     return {"budget": budget_name, "mode": name, "calls": calls,
             "pressure_calls": recall.pressure_calls, "needs": recall.needs, "kept": recall.kept,
             "recall": recall.share, "overflows": overflows, "prefix_rewrites": rewrites,
-            "billed_auto": bill.automatic, "billed_anthropic": bill.anthropic,
+            "billed_auto": bill.billed_automatic, "billed_anthropic": bill.billed_anthropic,
             "missing": recall.missing.most_common()}
 
 
@@ -79,7 +81,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--budgets", help="comma-separated WINDOW/OUTPUT, e.g. 16k/2k "
                         f"(default {','.join(DEFAULT_BUDGETS)})")
     parser.add_argument("--modes", help="comma-separated, of " + ",".join(m.name for m in MODES)
-                        + " or any mode of bench.replay (default: the former)")
+                        + " or any mode of bench.kit.modes (default: the former)")
     parser.add_argument("--quick", action="store_true",
                         help=f"one generated session ({QUICK_SESSION}), 16k/2k, modes "
                         + ",".join(QUICK_MODES) + " (a smoke run)")

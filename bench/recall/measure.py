@@ -28,8 +28,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.kit.loop import Call, round_trip
+from bench.kit.modes import BUDGETS, MAX_OUTPUT_TOKENS, Mode
+from bench.kit.sessions import Session
 from bench.recall.entities import context_text, full_text, mentions, normalize_text
-from bench.replay.replay import MAX_OUTPUT_TOKENS, Call, Mode, Session, replay
 
 HORIZON = 10
 WINDOW = 20
@@ -163,12 +165,13 @@ def pressure_calls(session: Session, budget: str, max_output_tokens: int = MAX_O
         if is_pressure(call.response):
             found.append(call.index)
 
-    replay(session, budget, RAW_MODE, model_id, max_output_tokens=max_output_tokens, observer=observe)
+    round_trip(session, RAW_MODE, BUDGETS[budget], model_id=model_id, max_output_tokens=max_output_tokens,
+               observer=observe)
     return frozenset(found)
 
 
 class RecallObserver:
-    """A replay observer (``bench.replay.replay.Observer``): adds the recall of every call made
+    """A replay observer (``bench.kit.loop.Observer``): adds the recall of every call made
     before an index of ``pressure[session.name]``."""
 
     def __init__(self, pressure: Mapping[str, Collection[int]], horizon: int = HORIZON,

@@ -1,8 +1,8 @@
 """``python -m bench.replay [--sessions A,B] [--budgets 32k,64k,128k] [--modes ...] [--dir DIR] [--economy]``.
 
 Prints one Markdown table: a row per session, budget and mode; with ``--economy``, a row per
-budget and mode summed over the sessions, priced by the prefix-cache cost model
-(``bench.replay.economy``). The numbers are deterministic (no timings), so the tables can be
+budget and mode summed over the sessions, priced by the one cost model of the suites
+(``bench.kit.ledger``). The numbers are deterministic (no timings), so the tables can be
 quoted as is.
 """
 
@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.replay.economy import ANTHROPIC_WRITE, CACHED_READ, Bill
+from bench.kit import table
+from bench.kit.ledger import ANTHROPIC_WRITE, CACHED_READ, Ledger
 from bench.replay.replay import (
     BUDGETS,
     DEFAULT_BUDGETS,
@@ -60,8 +61,8 @@ prompt changed = those whose returned system prompt is not the request's (render
 summary); summariser calls / tokens = requests to the
 summariser and their input plus output tokens (bytes / 4); billed = uncached-token equivalents:
 auto cache = the repeated prefix at {CACHED_READ}, the rest at 1 (OpenAI, DeepSeek); Anthropic =
-the repeated prefix read at {CACHED_READ}, the rest written at {ANTHROPIC_WRITE}; both add the
-summariser's tokens at 1.
+the repeated prefix read at {CACHED_READ}, the rest written at {ANTHROPIC_WRITE}; the summariser's
+requests are priced as any request (none of their input is cached), its replies at 1.
 Modes: -nopersist = the harness ignores the compaction round trip and resends its whole history;
 +reuse = summary_reuse true; +reduce = reduce_to 0.6; +message = summary_placement message;
 +eager = eager_compaction_at 0.8; +all = all four."""
@@ -69,10 +70,10 @@ Modes: -nopersist = the harness ignores the compaction round trip and resends it
 
 def economy_rows(results: list[tuple[str, str, ReplayStats]]) -> list[tuple[str, ...]]:
     """One row per (budget, mode), in first-seen order, summed over sessions."""
-    totals: dict[tuple[str, str], tuple[Bill, list[int]]] = {}
+    totals: dict[tuple[str, str], tuple[Ledger, list[int]]] = {}
     for budget, mode, stats in results:
-        bill, counts = totals.setdefault((budget, mode), (Bill(), [0, 0, 0, 0, 0]))
-        bill.merge(stats.bill)
+        bill, counts = totals.setdefault((budget, mode), (Ledger(), [0, 0, 0, 0, 0]))
+        bill.add(stats.bill)
         counts[0] += stats.calls
         counts[1] += stats.cache_busts
         counts[2] += stats.overflows
@@ -80,7 +81,7 @@ def economy_rows(results: list[tuple[str, str, ReplayStats]]) -> list[tuple[str,
         counts[4] += stats.prompt_changed_at_compaction
     return [(budget, mode, f"{calls:,}", _millions(bill.sent), str(busts), str(overflows),
              str(compacted), str(changed), f"{bill.summarizer_calls:,}",
-             _millions(bill.summarizer_tokens), _millions(bill.automatic), _millions(bill.anthropic))
+             _millions(bill.summarizer_tokens), _millions(bill.billed_automatic), _millions(bill.billed_anthropic))
             for (budget, mode), (bill, (calls, busts, overflows, compacted, changed)) in totals.items()]
 
 
@@ -103,16 +104,7 @@ def _share(part: int, whole: int) -> str:
 
 def markdown(rows: list[tuple[str, ...]], columns: tuple[str, ...] = COLUMNS,
              text_columns: tuple[int, ...] = (0, 2, 3)) -> str:
-    widths = [max(len(columns[i]), *(len(r[i]) for r in rows)) for i in range(len(columns))]
-    numeric = [i not in text_columns for i in range(len(columns))]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "| " + " | ".join(c.rjust(w) if n else c.ljust(w)
-                                 for c, w, n in zip(cells, widths, numeric)) + " |"
-
-    rule = "|" + "|".join(("-" * (w + 1) + ":") if n else ("-" * (w + 2))
-                          for w, n in zip(widths, numeric)) + "|"
-    return "\n".join([line(columns), rule, *(line(r) for r in rows)])
+    return table.markdown(rows, columns, text_columns)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -1,12 +1,12 @@
-"""The replay's prefix-cache cost model (bench/replay/economy) and the economy table."""
+"""The suites' one cost model (bench/kit/ledger) and the replay's economy table."""
 
 from __future__ import annotations
 
 import pytest
 from helpers import assistant, user
 
+from bench.kit.ledger import Ledger, cached_prefix_tokens
 from bench.replay.__main__ import economy_rows, main
-from bench.replay.economy import Bill, cached_prefix_tokens
 from bench.replay.replay import MODES_BY_NAME, ReplayStats, replay, shipped_sessions
 from context_manager.core.counting.estimate import HEURISTIC
 
@@ -21,22 +21,23 @@ def test_the_cached_prefix_is_the_prompt_and_the_leading_equal_messages():
     assert cached_prefix_tokens((prompt, [a]), ("other", [a])) == 0
 
 
-def test_bill_prices():
-    bill = Bill()
-    bill.add_call(1000, 0)
-    bill.add_call(1200, 1000)
-    bill.add_summarizer(1, 300, 50)
-    assert (bill.sent, bill.cached, bill.summarizer_tokens) == (2200, 1000, 350)
-    assert bill.automatic == pytest.approx(0.1 * 1000 + 1200 + 350)
-    assert bill.anthropic == pytest.approx(0.1 * 1000 + 1.25 * 1200 + 350)
+def test_the_ledger_prices_every_request_alike():
+    ledger = Ledger(sent=2200, cached=1000)
+    ledger.summarise(300, 50)
+    assert (ledger.input, ledger.input_cached, ledger.summarizer_tokens) == (2500, 1000, 350)
+    assert ledger.billed_automatic == pytest.approx(0.1 * 1000 + 1500 + 50)
+    # the summariser's input is written like any request's, its reply paid at 1
+    assert ledger.billed_anthropic == pytest.approx(0.1 * 1000 + 1.25 * 1500 + 50)
+    ledger.summarise(400, 10, cached=300)  # a request that repeats the context sent before it
+    assert ledger.billed_automatic == pytest.approx(0.1 * 1300 + 1600 + 60)
+    assert ledger.billed_anthropic == pytest.approx(0.1 * 1300 + 1.25 * 1600 + 60)
 
 
 def test_economy_rows_sum_over_sessions():
-    first = ReplayStats("a", "32k", "m", calls=3, cache_busts=1, compacted=2, prompt_changed_at_compaction=2)
-    second = ReplayStats("b", "32k", "m", calls=2, compacted=1)
-    first.bill.add_call(2_000_000, 1_000_000)
-    second.bill.add_call(1_000_000, 0)
-    second.bill.add_summarizer(2, 10_000, 0)
+    first = ReplayStats("a", "32k", "m", compacted=2, prompt_changed_at_compaction=2,
+                        bill=Ledger(calls=3, rewrites=1, sent=2_000_000, cached=1_000_000))
+    second = ReplayStats("b", "32k", "m", compacted=1,
+                         bill=Ledger(calls=2, sent=1_000_000, summarizer_calls=2, summarizer_input=10_000))
     assert economy_rows([("32k", "m", first), ("32k", "m", second)]) == [
         ("32k", "m", "5", "3.00 M", "1", "0", "3", "2", "2", "0.01 M", "2.11 M", "2.61 M")]
 
