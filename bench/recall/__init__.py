@@ -7,8 +7,8 @@ all of it as an observer of the round trip, ``bench.kit.loop.round_trip``.
 """
 
 # (``entities``, the function, stays in its module: re-exported it would hide the module here.)
-from bench.recall.entities import context_text, full_text, mentions
-from bench.recall.measure import (
+from bench.kit.entities import context_text, full_text, mentions
+from bench.kit.recall import (
     HORIZON,
     WINDOW,
     CallRecall,

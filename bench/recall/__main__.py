@@ -3,7 +3,7 @@
 Replays every recorded session (the generated ones of ``bench/kit/sessions`` by default) as a
 persisting harness does, with the deterministic summariser (``bench.kit.loop``, ``bench.kit.summariser``), per
 budget and mode, and prints one Markdown table per budget: the long-range future-entity recall
-(defined in ``bench.recall.measure`` and ``bench.recall.entities``) beside the overflows, the
+(defined in ``bench.kit.recall`` and ``bench.kit.entities``) beside the overflows, the
 prefix rewrites and the billed input of ``bench.kit.ledger``. The numbers are deterministic.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 from bench.kit.ledger import Ledger
 from bench.kit.loop import round_trip
 from bench.kit.modes import BUDGETS
+from bench.kit.recall import HORIZON, WINDOW, Recall, RecallObserver, pressure_calls
 from bench.kit.sessions import Session, shipped_sessions
 from bench.kit.table import markdown
-from bench.recall.measure import HORIZON, WINDOW, Recall, RecallObserver, pressure_calls
 from bench.recall.modes import DEFAULT_BUDGETS, MODES, QUICK_MODES, budget, mode
 
 COLUMNS = ("mode", "pressure calls", "needs", "kept", "recall", "overflows", "prefix rewrites",

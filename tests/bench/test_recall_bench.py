@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from bench.recall.__main__ import main
-from bench.recall.entities import context_text, entities, full_text, mentions, normalize_entity
-from bench.recall.measure import (
+from bench.kit.entities import context_text, entities, full_text, mentions, normalize_entity
+from bench.kit.recall import (
     Recall,
     RecallObserver,
     SessionIndex,
@@ -18,6 +17,7 @@ from bench.recall.measure import (
     long_range_needs,
     recall_at_call,
 )
+from bench.recall.__main__ import main
 from bench.recall.modes import budget, mode
 from bench.replay.replay import Call, Session
 

@@ -1,6 +1,6 @@
 """Long-range future-entity recall at one call, and its sum over a replay.
 
-Definitions (the entity patterns and texts are in :mod:`bench.recall.entities`):
+Definitions (the entity patterns and texts are in :mod:`bench.kit.entities`):
 
 * A call is made before recorded message ``index`` (an assistant message). It is a *pressure
   call* when the raw history — the system prompt and every recorded message before ``index``,
@@ -28,10 +28,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.kit.entities import context_text, full_text, mentions, normalize_text
 from bench.kit.loop import Call, round_trip
 from bench.kit.modes import BUDGETS, MAX_OUTPUT_TOKENS, Mode
 from bench.kit.sessions import Session
-from bench.recall.entities import context_text, full_text, mentions, normalize_text
 
 HORIZON = 10
 WINDOW = 20
