@@ -72,10 +72,10 @@ def warm_w5(calls: int) -> dict[str, float]:
             "ratio": median([w / c for w, c in zip(warm, cold)])}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.counting.tokenizer", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="3 cold runs and a 20-call loop")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     w2 = cold_w2(3 if args.quick else 9)
     w5 = warm_w5(20 if args.quick else workloads.W5_CALLS)
     print(f"W2 cold call {w2['call_ms']:.1f} ms, encode_ordinary_batch {w2['batch_ms']:.1f} ms: "

@@ -19,7 +19,7 @@ import orjson
 
 from bench.kit.measure import summary
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _FUNCTIONS = {"W1": "context::assemble", "W2": "context::assemble", "W2-prune": "context::prune",
               "W3": "context::assemble", "W4": "context::count-tokens"}
 _engine: Any = None

@@ -33,7 +33,8 @@ def payload() -> dict[str, Any]:
             "options": {"allow_prune": False}}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """No arguments: the history, the runs and the targets are fixed (above)."""
     base = orjson.loads(orjson.dumps(payload()))
     count_ratio, assemble_ratio = [], []
     applied = None

@@ -48,7 +48,7 @@ def write_workloads(data_dir: Path, sets: tuple[str, ...], plan: Plan) -> None:
 
 def _child(*args: str) -> dict[str, Any]:
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     done = subprocess.run([sys.executable, "-m", "bench.speed.child", *args], capture_output=True, env=env,
                           cwd=root, check=False)

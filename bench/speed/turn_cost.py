@@ -31,7 +31,7 @@ from bench.speed import runner
 
 def _warm(data_dir: Path, config: dict[str, Any]) -> list[float]:
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     env["BENCH_CONFIG"] = orjson.dumps(config).decode()
     done = subprocess.run([sys.executable, "-m", "bench.speed.child", "W5-warm", str(data_dir)],

@@ -6,8 +6,9 @@ import pytest
 from helpers import assistant, user
 
 from bench.kit.ledger import Ledger, cached_prefix_tokens
-from bench.replay.__main__ import economy_rows, main
+from bench.replay.__main__ import main
 from bench.replay.replay import MODES_BY_NAME, ReplayStats, replay, shipped_sessions
+from bench.replay.tables import economy_rows
 from context_manager.core.counting.estimate import HEURISTIC
 
 
