@@ -23,6 +23,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -47,7 +48,7 @@ IDENTS = ["request", "budget", "tokens", "messages", "summary", "lease", "window
 
 
 def prose(rng: random.Random, words: int) -> str:
-    out = []
+    out: list[str] = []
     for i in range(words):
         w = rng.choice(WORDS)
         out.append(w.capitalize() if i == 0 or out[-1].endswith(".") else w)
@@ -171,10 +172,11 @@ def timing(target_bytes: int, seed: int, encoding_name: str, repeat: int = 3) ->
             size += sum(len(p.encode()) for p in message_pieces(m)[0])
     texts = [p for m in messages for p in message_pieces(m)[0] if p]
     shared = tokenizer_for_encoding(encoding_name)
+    assert shared is not None, encoding_name
     best: dict[str, float] = {}
     totals: dict[str, int] = {}
 
-    def clock(label: str, run) -> None:
+    def clock(label: str, run: Callable[[], int]) -> None:
         started = time.perf_counter()
         totals[label] = run()
         elapsed = time.perf_counter() - started

@@ -21,7 +21,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -32,7 +32,7 @@ from context_manager.core.counting.calibration import SHARED_LEDGER
 from context_manager.core.memo import SHARED_MEMO
 
 WARMUP = 5
-MODES = ("off", "usage")
+MODES: tuple[Literal["off", "usage"], ...] = ("off", "usage")
 
 
 def _timed(function: Callable[..., Any], spent: dict[str, float]) -> Callable[..., Any]:
@@ -80,7 +80,7 @@ def _sent_tokens(request: dict[str, Any]) -> int:
     return int(call("context::assemble", request, config={"count_calibration": "off"})["token_count"])
 
 
-def measure(requests: list[bytes], mode: str, spent: dict[str, float]) -> tuple[float, float, int]:
+def measure(requests: list[bytes], mode: Literal["off", "usage"], spent: dict[str, float]) -> tuple[float, float, int]:
     """(CPU seconds per warm turn, of which calibration code, reply bytes per warm turn) of one
     fresh worker over ``requests``."""
     SHARED_MEMO.clear()

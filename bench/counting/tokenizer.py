@@ -36,7 +36,9 @@ def _on_gpt(payload: dict[str, Any]) -> dict[str, Any]:
 def cold_w2(runs: int) -> dict[str, float]:
     config = make_config(estimator="auto")
     base = _on_gpt(orjson.loads(workloads.w2().request_bytes()))
-    encoding = tokenizer_for_model(MODEL).encoding
+    tokenizer = tokenizer_for_model(MODEL)
+    assert tokenizer is not None, MODEL
+    encoding = tokenizer.encoding
     call_bytes(FUNCTION_ID, orjson.dumps(shifted(base, 10**9)), config)  # loads the encoding
     calls, batches = [], []
     for i in range(1, runs + 1):

@@ -10,6 +10,9 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # "wall" (default) is latency; "cpu" is this process's CPU time, which a busy shared machine
 # disturbs far less (time spent descheduled is not counted). Children inherit the choice.
@@ -18,7 +21,7 @@ CLOCK = os.environ.get("BENCH_CLOCK", "wall")
 _now = CLOCKS[CLOCK]
 
 
-def clock_ms(fn: Callable[[], object]) -> tuple[float, object]:
+def clock_ms(fn: Callable[[], T]) -> tuple[float, T]:
     """Time of one call in milliseconds, with a collection beforehand so earlier garbage is
     not charged to it."""
     gc.collect()

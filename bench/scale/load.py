@@ -127,7 +127,8 @@ def run(processes: int, plan: Plan) -> int:
     logging.getLogger("context_manager").setLevel(logging.WARNING)
     sets = payloads(plan)
     expected = {(p.kind, p.variant): in_process_answer(p) for pool in sets.values() for p in pool}
-    engine = BenchEngine(router=FakeRouter(summary=SUMMARY_TEXT)).start()
+    engine = BenchEngine(router=FakeRouter(summary=SUMMARY_TEXT))
+    engine.start()
     scratch = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     worker = WorkerProcess(engine.url, *processes_flag(processes), cwd=scratch,
                            env={"III_COMPOSE_DIR": str(scratch), "LOG_LEVEL": "warn"})

@@ -9,7 +9,7 @@ they are left out, as assemble leaves them out of its view.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 try:
     if os.environ.get("BENCH_NO_PEER"):
@@ -66,4 +66,4 @@ def trim(lc_messages: list[BaseMessage], max_tokens: int) -> list[BaseMessage]:
 
 
 def count(lc_messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> int:
-    return count_tokens_approximately(lc_messages, tools=tools)
+    return count_tokens_approximately(lc_messages, tools=cast("list[Any] | None", tools))

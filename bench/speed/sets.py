@@ -67,11 +67,13 @@ def run_set(name: str, data_dir: Path, runs: int) -> dict[str, Any]:
     lc = peer.to_langchain(base["messages"]) if peer.AVAILABLE else None
     tools = base.get("tools")
 
+    converted = lc if lc is not None else []  # do_peer runs only when there is a peer
+
     def do_peer() -> object:
         if function_id == "context::assemble":
-            return peer.trim(lc, usable)
+            return peer.trim(converted, usable)
         if function_id == "context::count-tokens":
-            return peer.count(lc, tools)
+            return peer.count(converted, tools)
         return None
 
     has_peer = lc is not None and function_id != "context::prune"
