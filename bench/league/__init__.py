@@ -27,9 +27,8 @@ Definitions (every count is the heuristic's, bytes / 4, as the worker's default 
   included (a summariser request that continues the conversation it summarises, as Claude Code's,
   Codex's and Anthropic's server-side compaction do, reads that conversation from the cache;
   every other summariser request is uncached);
-* **billed input** in uncached-token equivalents: automatic caching (OpenAI, DeepSeek) bills the
-  cached input at 0.1 and the rest at 1; Anthropic's bills the cached input at 0.1 and the rest as
-  a cache write at 1.25; both add the summariser's replies at 1;
+* **billed input** in uncached-token equivalents, automatic caching (OpenAI, DeepSeek) and
+  Anthropic's: the formula of ``bench.kit.ledger``, the one cost model of the suites;
 * **summariser calls / input**: requests to the summariser and their input tokens;
 * **long-range recall**: ``bench.league.recall``.
 """
