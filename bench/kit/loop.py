@@ -54,8 +54,10 @@ over ``trigger(function_id, payload)`` (the test engine and the official SDK in
 
 The base request overhead is the harness's own estimate for a request without a response format
 or provider options: 64 tokens of provider framing plus the serialised empty option object
-(``{}``, 2 characters, rounded up to 1 token) = 65. The system prompt is the session's, with the
-harness's ``Your session id is <id>.`` line appended. Messages that arrive while a step generates
+(``{}``, 2 characters, rounded up to 1 token) = 65 (``request_overhead``). The system prompt is
+the session's, with the harness's ``Your session id is <id>.`` line appended (``session_line``).
+``bench.replay``'s harness table drives the loop with 64, without the line and without a hook.
+Messages that arrive while a step generates
 (steering) never occur in a replay, since every recorded user message starts a new turn, so the
 harness's reordering of such messages has nothing to do here and is left out.
 
