@@ -5,12 +5,12 @@ from __future__ import annotations
 import orjson
 
 from bench.counting import tokenizer
-from bench.speed import large_history as issue2
+from bench.speed import large_history
 from context_manager.api import call
 
 
-def test_the_issue2_history_is_400_messages_of_one_megabyte_that_pass_through() -> None:
-    payload = issue2.payload()
+def test_the_large_history_is_400_messages_of_one_megabyte_that_pass_through() -> None:
+    payload = large_history.payload()
     size = len(orjson.dumps(payload["messages"]))
     assert len(payload["messages"]) == 400
     assert 980_000 <= size <= 1_020_000
