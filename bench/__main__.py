@@ -1,5 +1,5 @@
-"""``python -m bench [ARGS ...]``: the speed suite (``python -m bench.speed``, the same arguments);
-``python -m bench --list`` lists every suite."""
+"""``python -m bench [ARGS ...]``: the speed suite (``python -m bench.speed``, the same arguments
+and commands); ``python -m bench --list`` lists every suite."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ if __name__ == "__main__":
     if sys.argv[1:2] in (["--list"], ["list"]):
         print(listing())
         sys.exit(0)
-    from bench.speed.__main__ import workloads
+    from bench.kit import cli
+    from bench.speed.__main__ import COMMANDS, workloads
 
-    sys.exit(workloads(sys.argv[1:], "python -m bench"))
+    sys.exit(cli.run(sys.argv[1:], COMMANDS,
+                     lambda argv: workloads(argv, "python -m bench", "\n\n" + listing()), "python -m bench"))

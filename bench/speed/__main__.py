@@ -16,9 +16,9 @@ COMMANDS = {
 }
 
 
-def parse(argv: list[str], prog: str = "python -m bench.speed") -> argparse.Namespace:
+def parse(argv: list[str], prog: str = "python -m bench.speed", more: str = "") -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                     epilog=cli.usage(COMMANDS, prog),
+                                     epilog=cli.usage(COMMANDS, prog) + more,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer runs and smaller sizes (< 60 s)")
     parser.add_argument("--only", default="W1,W2,W2-prune,W3,W4,W5",
@@ -31,8 +31,8 @@ def parse(argv: list[str], prog: str = "python -m bench.speed") -> argparse.Name
     return parser.parse_args(argv)
 
 
-def workloads(argv: list[str], prog: str = "python -m bench.speed") -> int:
-    args = parse(argv, prog)
+def workloads(argv: list[str], prog: str = "python -m bench.speed", more: str = "") -> int:
+    args = parse(argv, prog, more)
     os.environ["BENCH_CLOCK"] = args.clock  # before bench.kit.measure is imported, and for children
     from bench.speed.runner import ALL_SETS, main
 

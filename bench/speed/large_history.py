@@ -12,6 +12,7 @@ ratios are medians of run-by-run ratios over process CPU time.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import orjson
@@ -35,6 +36,7 @@ def payload() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     """No arguments: the history, the runs and the targets are fixed (above)."""
+    argparse.ArgumentParser(prog="python -m bench.speed large-history", description=__doc__).parse_args(argv)
     base = orjson.loads(orjson.dumps(payload()))
     count_ratio, assemble_ratio = [], []
     applied = None
