@@ -1,5 +1,7 @@
-"""Speed and memory benchmarks: every function against the floor (one parse plus one write of
-the same bytes) and a peer (LangChain's trimming), on seeded agent histories.
+"""The benchmarks: one kit (``bench.kit``) and the suites that use it.
 
-Run ``python -m bench`` (or ``python -m bench --quick``); see BENCHMARKS.md.
+``python -m bench --list`` lists the suites; ``python -m bench`` runs the speed suite. Each suite
+is a package run as ``python -m bench.<suite>``; the kit is the only code they share, and no
+suite imports another (the import contract in ``pyproject.toml``). Results: BENCHMARKS.md and
+``docs/benchmarks/``.
 """

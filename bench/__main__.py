@@ -1,32 +1,32 @@
-"""``python -m bench [--quick] [--only W1,W4] [--clock wall|cpu] [--json FILE] [--markdown] [--no-e2e]``."""
+"""``python -m bench [ARGS ...]``: the speed suite (``python -m bench.speed``, the same arguments
+and commands); ``python -m bench --list`` lists every suite."""
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 
+SUITES = {
+    "speed": "latency and memory of every function on generated agent histories, beside the floor and the peer",
+    "scale": "throughput, latency and memory under mixed load at one and N serving processes",
+    "counting": "counts against exact tokenizers and provider usage; what counting and calibration cost",
+    "replay": "sessions replayed call by call: reductions, the prompt-cache economy, the harness's turn loop",
+    "recall": "long-range future-entity recall of the contexts a replay returns",
+    "league": "the worker's modes against simulated peers: tokens, prefix rewrites, bills, recall",
+}
 
-def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer runs and smaller sizes (< 60 s)")
-    parser.add_argument("--only", default="W1,W2,W2-prune,W3,W4,W5",
-                        help="comma-separated workload sets (default: all of W1,W2,W2-prune,W3,W4,W5)")
-    parser.add_argument("--json", help="also write the raw measurements to this file")
-    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="wall-clock latency (default) or process CPU time (steadier on a busy machine)")
-    parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end engine column")
-    return parser.parse_args(argv)
+
+def listing() -> str:
+    width = max(len(name) for name in SUITES)
+    return "\n".join(["suites (python -m bench.SUITE --help):",
+                      *(f"  {name:<{width}}  {what}" for name, what in SUITES.items())])
 
 
 if __name__ == "__main__":
-    args = parse(sys.argv[1:])
-    os.environ["BENCH_CLOCK"] = args.clock  # before bench.measure is imported, and for children
-    from bench.runner import ALL_SETS, main
+    if sys.argv[1:2] in (["--list"], ["list"]):
+        print(listing())
+        sys.exit(0)
+    from bench.kit import cli
+    from bench.speed.__main__ import COMMANDS, workloads
 
-    sets = tuple(s.strip() for s in args.only.split(",") if s.strip())
-    unknown = [s for s in sets if s not in ALL_SETS]
-    if unknown:
-        sys.exit(f"unknown workload set(s): {', '.join(unknown)}; known: {', '.join(ALL_SETS)}")
-    sys.exit(main(sets, args.quick, args.json, args.markdown, not args.no_e2e))
+    sys.exit(cli.run(sys.argv[1:], COMMANDS,
+                     lambda argv: workloads(argv, "python -m bench", "\n\n" + listing()), "python -m bench"))

@@ -2,7 +2,7 @@
 behaviour-neutral: run it before and after, and the two digests must be equal.
 
 For every session (the recorded ones in ``--realdata`` and the generated ones in
-``bench/replay/sessions``), every window in ``WINDOWS`` and every configuration in ``CONFIGS``,
+``bench/kit/sessions``), every window in ``WINDOWS`` and every configuration in ``CONFIGS``,
 it asks ``context::assemble`` and ``context::count-tokens`` for the history up to each
 ``STRIDE``-th message (and the whole history), and ``context::prune`` and ``context::compact``
 for the whole history. Each answer (or error code and message) is written canonically and
@@ -51,7 +51,7 @@ def sessions(realdata: Path | None) -> list[tuple[str, dict[str, Any]]]:
     if realdata is not None:
         for path in sorted(realdata.glob("*.json")):
             found.append((path.stem, orjson.loads(path.read_bytes())))
-    generated = Path(__file__).resolve().parent.parent / "bench" / "replay" / "sessions"
+    generated = Path(__file__).resolve().parent.parent / "bench" / "kit" / "sessions"
     for path in sorted(generated.glob("*.json.gz")):
         found.append((path.name.removesuffix(".json.gz"), orjson.loads(gzip.decompress(path.read_bytes()))))
     return found

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "src")]
 
 from reliability.load import LoadReport, run_load  # noqa: E402
 

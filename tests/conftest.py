@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from engine_harness import TestEngine
+
+from testengine import TestEngine
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import TestEngine
 from websockets.exceptions import InvalidStatus
 
 from context_manager.engine.channels import (
@@ -18,6 +17,7 @@ from context_manager.engine.channels import (
     write_channel,
 )
 from context_manager.engine.client import Backoff, EngineClient, worker_metadata
+from testengine import TestEngine
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import CallFailed, TestEngine
 
 from context_manager.engine.client import (
     Backoff,
@@ -20,6 +19,7 @@ from context_manager.engine.client import (
     worker_metadata,
 )
 from context_manager.wire.errors import HandlerError
+from testengine import CallFailed, TestEngine
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -7,10 +7,10 @@ import time
 
 import anyio
 import pytest
-from engine_harness import TestEngine
 
 from context_manager.engine.channels import Channel, ChannelReader, channel_url, create_channel, write_channel
 from context_manager.engine.client import Backoff, EngineClient, worker_metadata
+from testengine import TestEngine
 
 pytestmark = pytest.mark.anyio
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import CallFailed, TestEngine
-from engine_harness.wire import decode, encode
 
 from context_manager.engine.client import Backoff, EngineClient, worker_metadata
+from testengine import CallFailed, TestEngine
+from testengine.wire import decode, encode
 
 
 def test_encode_is_compact_utf8() -> None:

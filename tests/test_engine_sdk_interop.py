@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import TestEngine, WorkerProcess, stream_for
 from iii import InitOptions, InvocationError, register_worker
+
+from testengine import TestEngine, WorkerProcess, stream_for
 
 pytestmark = pytest.mark.slow  # each test starts the worker as a process
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import TestEngine
-from engine_harness.state import StateStore
 
 from context_manager.engine.client import Backoff, EngineClient, RemoteError, worker_metadata
+from testengine import TestEngine
+from testengine.state import StateStore
 
 
 def result(body: dict[str, Any]) -> Any:

@@ -20,7 +20,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness_loop import (
+from harness_loop import Stack, Totals, digest, harness_stack, run_configuration, violations
+
+from bench.kit.loop import (
     ELIDED,
     HOOK_ALLOWANCE_TOKENS,
     REASSEMBLY_MARGIN_TOKENS,
@@ -29,19 +31,11 @@ from harness_loop import (
     CompactionRecord,
     GuidanceHook,
     HarnessLoop,
-    RecordedSession,
     SessionRun,
-    Stack,
     Step,
-    Totals,
-    digest,
-    generated_sessions,
-    harness_stack,
     patch_orphaned_calls,
-    real_sessions,
-    run_configuration,
-    violations,
 )
+from bench.kit.sessions import Session, generated_sessions, real_sessions
 
 # ---------------------------------------------------------------------------------- the driver
 
@@ -65,7 +59,7 @@ def _result(call: str) -> dict[str, Any]:
 
 NOTE = {"role": "custom", "custom_type": "note", "content": [{"type": "text", "text": "n"}], "timestamp": 1}
 TOOLS = [{"name": "shell::run", "description": "run", "parameters": {"type": "object"}}]
-SESSION = RecordedSession("s", "Be brief.", TOOLS, [
+SESSION = Session("s", "Be brief.", tools=TOOLS, messages=[
     _user("the task"), _reply("a0", "c0"), _result("c0"), NOTE, _reply("a1", "c1"), _result("c1"),
     _reply("a2"), _user("more"), _reply("a3"),
 ])
@@ -227,7 +221,7 @@ KEY_TURNS = 156 + 49
 
 
 @pytest.fixture(scope="module")
-def real() -> list[RecordedSession]:
+def real() -> list[Session]:
     try:
         return real_sessions()
     except FileNotFoundError as exc:
@@ -235,18 +229,18 @@ def real() -> list[RecordedSession]:
 
 
 @pytest.fixture(scope="module")
-def generated() -> list[RecordedSession]:
+def generated() -> list[Session]:
     return generated_sessions()
 
 
 @pytest.fixture(scope="module")
-def stack(real: list[RecordedSession], generated: list[RecordedSession],
+def stack(real: list[Session], generated: list[Session],
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     with harness_stack(real + generated, tmp_path_factory.mktemp("harness-loop")) as stack:
         yield stack
 
 
-def _conforms(stack: Stack, name: str, sessions: list[RecordedSession], turns: int,
+def _conforms(stack: Stack, name: str, sessions: list[Session], turns: int,
               check_task: bool = False) -> Totals:
     runs = run_configuration(stack, name, sessions)
     totals = Totals()
@@ -261,20 +255,20 @@ def _conforms(stack: Stack, name: str, sessions: list[RecordedSession], turns: i
 
 
 @pytest.mark.slow
-def test_defaults_over_the_real_sessions(stack: Stack, real: list[RecordedSession]) -> None:
+def test_defaults_over_the_real_sessions(stack: Stack, real: list[Session]) -> None:
     totals = _conforms(stack, "defaults", real, REAL_TURNS)
     # The compaction entries, the recount and the re-assembly are all exercised.
     assert totals.compactions > 0 and totals.recounts > 0 and totals.reassemblies > 0
 
 
 @pytest.mark.slow
-def test_defaults_over_the_generated_sessions(stack: Stack, generated: list[RecordedSession]) -> None:
+def test_defaults_over_the_generated_sessions(stack: Stack, generated: list[Session]) -> None:
     totals = _conforms(stack, "defaults", generated, GENERATED_TURNS)
     assert totals.compactions > 0 and totals.reassemblies > 0
 
 
 @pytest.mark.slow
-def test_usage_calibration_over_the_real_sessions(stack: Stack, real: list[RecordedSession]) -> None:
+def test_usage_calibration_over_the_real_sessions(stack: Stack, real: list[Session]) -> None:
     """The DeepSeek and OpenHands sessions carry the provider's usage of prompts that held the
     whole history; after a compaction the window holds only the tail."""
     totals = _conforms(stack, "count_calibration", real, REAL_TURNS)
@@ -284,7 +278,7 @@ def test_usage_calibration_over_the_real_sessions(stack: Stack, real: list[Recor
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["anchor", "anchor+summary_check"])
 def test_the_anchor_keeps_the_task_of_single_task_sessions_in_every_call(
-    stack: Stack, real: list[RecordedSession], name: str
+    stack: Stack, real: list[Session], name: str
 ) -> None:
     single = [s for s in real if s.single_task]
     assert [s.name for s in single] == ["minisweagent-django-13265", "minisweagent-marshmallow-1343",
@@ -296,6 +290,6 @@ def test_the_anchor_keeps_the_task_of_single_task_sessions_in_every_call(
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["summary_reuse", "session_store_state", "lease_store_state", "reduce_to",
                                   "retention", "drop_oldest", "extractive", "every_key"])
-def test_opt_in_keys_over_compacting_real_sessions(stack: Stack, real: list[RecordedSession], name: str) -> None:
+def test_opt_in_keys_over_compacting_real_sessions(stack: Stack, real: list[Session], name: str) -> None:
     sessions = [s for s in real if s.name in KEY_SESSIONS]
     _conforms(stack, name, sessions, KEY_TURNS, check_task=name == "every_key")

@@ -166,7 +166,7 @@ def run(function_id: str, payload: Any, memo: MessageMemo | None) -> bytes:
 
 
 def history() -> dict[str, Any]:
-    from bench import workloads
+    from bench.kit import workloads
 
     return workloads.w1().payload
 

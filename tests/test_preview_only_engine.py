@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 from test_preview_only import CONSOLE, turns
 from test_worker_process import SEVEN
+
+from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
 pytestmark = pytest.mark.slow  # three workers started per case
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 from test_worker_process import HELLO, INLINE, SEVEN, compaction_request
 
 from context_manager import call
+from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
 pytestmark = pytest.mark.slow  # each test starts the worker as a process
 

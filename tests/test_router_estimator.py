@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import FakeRouter, TestEngine, WorkerProcess, eventually
-from engine_harness.fake_router import oracle_count
 
 from context_manager.schemas import function_definitions
+from testengine import FakeRouter, TestEngine, WorkerProcess, eventually
+from testengine.fake_router import oracle_count
 
 pytestmark = pytest.mark.slow  # each test starts the worker as a process
 

@@ -9,8 +9,6 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import FakeRouter, TestEngine, assistant, stream_for
-from engine_harness.fake_router import RouterCallError
 
 from context_manager.adapters.router_summarizer import RouterSummarizer, binary_lines, fold_frames
 from context_manager.engine.client import Backoff, EngineClient, invoke_callable, worker_metadata
@@ -21,6 +19,8 @@ from context_manager.ports import (
     SummarizerFailed,
     SummarizerUnavailable,
 )
+from testengine import FakeRouter, TestEngine, assistant, stream_for
+from testengine.fake_router import RouterCallError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

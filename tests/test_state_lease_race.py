@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import FakeRouter, TestEngine, WorkerProcess, eventually
 from test_worker_process import SEVEN, compaction_request
+
+from testengine import FakeRouter, TestEngine, WorkerProcess, eventually
 
 pytestmark = pytest.mark.slow  # worker processes and a summariser slow enough to overlap
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from compaction_support import FakeSummarizer
-from engine_harness.state import StateStore
 from test_inline_compaction import EXAMPLE_10_KEY, OVERFLOW, assemble, context, request
 
 from context_manager.adapters.fs_lease_store import FsLeaseStore
@@ -37,6 +36,7 @@ from context_manager.ports import (
     RememberedCompaction,
 )
 from context_manager.wire.errors import HandlerError
+from testengine.state import StateStore
 
 LEASE_WARNING = ("state store unusable for compaction leases; every compaction reads as busy until it "
                  "answers: ")

@@ -14,8 +14,9 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import TestEngine
-from engine_harness.fake_router import FakeRouter
+
+from testengine import TestEngine
+from testengine.fake_router import FakeRouter
 
 pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is not installed: pip install -e '.[dev]'")
 

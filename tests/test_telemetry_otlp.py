@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from engine_harness import TestEngine, WorkerProcess, eventually
+
+from testengine import TestEngine, WorkerProcess, eventually
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the otel extra is not installed: pip install -e '.[dev]'")
 

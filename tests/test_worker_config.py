@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from engine_harness import CallFailed, TestEngine
 
 from context_manager.adapters.configuration import ConfigCallError, ConfigurationSource
 from context_manager.config.parse import defaults_object
@@ -20,6 +19,7 @@ from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.engine.client import Backoff, EngineClient, RemoteError, worker_metadata
 from context_manager.handlers.registry import FUNCTIONS
 from context_manager.worker import BootError, Worker, config_id
+from testengine import CallFailed, TestEngine
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

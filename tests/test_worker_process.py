@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
 from context_manager.config.schema import config_schema
 from context_manager.schemas import function_definitions
+from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
 pytestmark = pytest.mark.slow  # each test starts the worker as a process
 

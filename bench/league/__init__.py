@@ -1,6 +1,6 @@
 """The league table: the worker's own modes against the context strategies agent teams ship.
 
-``python -m bench.league`` replays recorded sessions (``bench/replay/sessions`` by default, any
+``python -m bench.league`` replays recorded sessions (``bench/kit/sessions`` by default, any
 folder with ``--data``) call by call, as ``bench.replay`` does: before each recorded assistant
 message the harness holds the history recorded so far and sends a context to the model. Each
 strategy decides what is sent:
@@ -9,9 +9,9 @@ strategy decides what is sent:
   as a library caller would) and keeps the round trip (``applied.summary`` as the next calls'
   ``previous_summary``, its own messages from ``applied.tail_start_index`` on) when the mode
   persists it (``bench.league.modes``);
-* a **peer** is a simulation of a published policy (``bench.league.peers``; each one's parameters
+* a **peer** is a simulation of a published policy (``bench.kit.peers``; each one's parameters
   and sources are in its docstring) that builds the context itself. Where the peer summarises it
-  calls the same deterministic summariser as the worker modes (``bench.replay.fake_summarizer``);
+  calls the same deterministic summariser as the worker modes (``bench.kit.summariser``);
   where the peer has a last line of defence against an over-long request, that defence is
   ``context::assemble`` with the default configuration and no summariser.
 
@@ -23,13 +23,12 @@ Definitions (every count is the heuristic's, bytes / 4, as the worker's default 
 * **tokens sent**: the counted size of every context sent; **prefix rewrites**: sent calls whose
   system prompt and messages do not extend the previous sent call's;
 * **cache hit rate**: cached input / input, the cached input of a call being the part of it that
-  repeats the previous sent context from its start (``bench.replay.economy``), summariser requests
+  repeats the previous sent context from its start (``bench.kit.ledger``), summariser requests
   included (a summariser request that continues the conversation it summarises, as Claude Code's,
   Codex's and Anthropic's server-side compaction do, reads that conversation from the cache;
   every other summariser request is uncached);
-* **billed input** in uncached-token equivalents: automatic caching (OpenAI, DeepSeek) bills the
-  cached input at 0.1 and the rest at 1; Anthropic's bills the cached input at 0.1 and the rest as
-  a cache write at 1.25; both add the summariser's replies at 1;
+* **billed input** in uncached-token equivalents, automatic caching (OpenAI, DeepSeek) and
+  Anthropic's: the formula of ``bench.kit.ledger``, the one cost model of the suites;
 * **summariser calls / input**: requests to the summariser and their input tokens;
 * **long-range recall**: ``bench.league.recall``.
 """

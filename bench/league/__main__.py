@@ -1,8 +1,8 @@
 """``python -m bench.league [--data DIR] [--budgets 32k,128k] [--json] [--quick] [--plot PNG]``.
 
-Prints the league table: per budget, every peer strategy (``bench.league.peers``, with the
+Prints the league table: per budget, every peer strategy (``bench.kit.peers``, with the
 observation-masking sweep) and every worker mode (``bench.league.modes``), summed over the
-sessions of the folder (the generated ones, ``bench/replay/sessions``, by default). ``--quick``
+sessions of the folder (the generated ones, ``bench/kit/sessions``, by default). ``--quick``
 replays only the smallest session at 32k (a smoke test). Definitions: ``bench/league/__init__.py``.
 """
 
@@ -14,48 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from bench.league.ledger import Ledger
-from bench.league.modes import WORKER_MODES
-from bench.league.peers import MASKING_SWEEP, PEERS, Peer, masking_peer
-from bench.league.run import BUDGETS, run_peer, run_worker
-from bench.league.table import Row, markdown
-from bench.replay.replay import Mode, Session, shipped_sessions
-
-LEGEND = """\
-Each row sums the sessions. overflows = calls that could not be sent; tokens sent = tokens of the
-contexts sent; prefix rewrites = sent calls that do not extend the previous one; cache hit = cached
-input / input (summariser requests included); billed = uncached-token equivalents, automatic caching
-(cached 0.1, rest 1) and Anthropic's (cached read 0.1, rest written 1.25), summariser replies at 1;
-summariser input = its requests' tokens; long-range recall = share of the entities the next 10
-messages use, seen before the last 20, found in the context sent, over the calls whose raw history
-exceeds the default usable budget. Counts are bytes / 4. Definitions: bench/league/__init__.py."""
-
-
-def strategies(quick: bool) -> list[Peer | Mode]:
-    peers: list[Peer | Mode] = [*PEERS]
-    if not quick:
-        peers += [masking_peer(keep) for keep in MASKING_SWEEP]
-    return [*peers, *WORKER_MODES]
-
-
-def league(sessions: list[Session], budgets: list[str], chosen: list[Peer | Mode],
-           progress: bool = False) -> list[Row]:
-    rows = []
-    for budget in budgets:
-        for strategy in chosen:
-            total, started = Ledger(), time.monotonic()
-            for session in sessions:
-                if isinstance(strategy, Peer):
-                    total.add(run_peer(session, BUDGETS[budget], strategy))
-                else:
-                    total.add(run_worker(session, BUDGETS[budget], strategy))
-            if isinstance(strategy, Peer):
-                rows.append(Row(budget, strategy.name, "peer", strategy.summarises, total))
-            else:
-                rows.append(Row(budget, strategy.name, "worker", strategy.summarizer, total))
-            if progress:
-                print(f"{budget} {strategy.name}: {time.monotonic() - started:.1f} s", file=sys.stderr)
-    return rows
+from bench.kit.sessions import shipped_sessions
+from bench.league.run import BUDGETS
+from bench.league.standings import LEGEND, league, strategies
+from bench.league.table import markdown
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -107,3 +69,4 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+

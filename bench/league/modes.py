@@ -7,7 +7,7 @@ Every mode is replayed as a harness that keeps the compaction round trip (``pers
 
 from __future__ import annotations
 
-from bench.replay.replay import Mode
+from bench.kit.modes import Mode
 
 CHECK = {"summary_check": "append"}
 EXTRACTIVE = {"summarizer_fallback": "extractive"}

@@ -1,4 +1,4 @@
-"""Long-range future-entity recall of the contexts a strategy sends, by ``bench.recall.measure``.
+"""Long-range future-entity recall of the contexts a strategy sends, by ``bench.kit.recall``.
 
 The pressure calls (the calls whose raw history exceeds the worker's default ``usable`` budget),
 the entities, the long-range needs (entities the next 10 messages mention, seen before the last 20
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bench.league.ledger import Ledger, Sent
-from bench.recall.measure import SessionIndex, pressure_calls, recall_at_call
+from bench.kit.ledger import Ledger, Sent
+from bench.kit.recall import SessionIndex, pressure_calls, recall_at_call
 
 if TYPE_CHECKING:
-    from bench.league.peers import Budget
-    from bench.replay.replay import Session
+    from bench.kit.peers import Budget
+    from bench.kit.sessions import Session
 
 
 _PRESSURE: dict[tuple[str, int, str], frozenset[int]] = {}

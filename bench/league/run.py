@@ -1,41 +1,26 @@
-"""Replay one session at one budget under one strategy (a peer or a worker mode) into a Ledger."""
+"""Replay one session at one budget under one strategy (a peer or a worker mode) into a Ledger.
+
+A peer's loop sends what the peer's policy keeps (``bench.kit.peers``), with its last line of
+defence (the worker's ``drop_oldest``) when it has one; a worker mode is the caller's round trip
+of ``bench.kit.loop``."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import anyio
 
-from bench.league.ledger import Ledger, Message, Sent, count
-from bench.league.peers import Budget, Peer
+from bench.kit.ledger import Ledger, Message, Sent, cached_prefix_tokens, count
+from bench.kit.loop import Call, quiet_logger, round_trip, worker_context
+from bench.kit.modes import Mode
+from bench.kit.peers import Budget, Peer
+from bench.kit.sessions import Session
 from bench.league.recall import RecallProbe
-from bench.replay.economy import cached_prefix_tokens
-from bench.replay.fake_summarizer import RecordingSummarizer
-from bench.replay.replay import Mode, Session, _anchor_messages
-from context_manager.adapters.callable_summarizer import CallableSummarizer
-from context_manager.adapters.memory_session_store import MemorySessionStore
-from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
-from context_manager.config.parse import parse_config_value
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
 from context_manager.wire.errors import OVERFLOW, HandlerError
 
 BUDGETS = {"32k": Budget("32k", 32_000, 4_000), "128k": Budget("128k", 128_000, 8_000)}
-
-
-def _log() -> logging.Logger:
-    log = logging.getLogger("bench.league.worker")
-    log.setLevel(logging.ERROR)
-    return log
-
-
-def _context(config: dict[str, Any], summarizer: RecordingSummarizer | None) -> HandlerContext:
-    return HandlerContext(
-        config=parse_config_value(config),
-        summarizer=CallableSummarizer(summarizer) if summarizer is not None else None,
-        lease_store=None, tokenizers=PACKAGED_TOKENIZERS, log=_log(),
-        session_store=MemorySessionStore())
 
 
 def _model(budget: Budget) -> dict[str, Any]:
@@ -66,7 +51,8 @@ async def _run_peer(session: Session, budget: Budget, peer: Peer, probe: RecallP
     strategy = peer.make(budget)
     system = session.system_prompt or ""
     # OpenHands truncates the history on a context-window error: drop_oldest, no summariser.
-    defence = _context({"overflow_fallback": "drop_oldest"}, None) if peer.defence else None
+    defence = worker_context({"overflow_fallback": "drop_oldest"}, None,
+                                                          quiet_logger("bench.league.worker")) if peer.defence else None
     ledger, previous = Ledger(), None
     history: list[Message] = []
     for index, message in enumerate(session.messages):
@@ -97,38 +83,14 @@ async def _run_peer(session: Session, budget: Budget, peer: Peer, probe: RecallP
 
 
 def run_worker(session: Session, budget: Budget, mode: Mode) -> Ledger:
-    recorder = RecordingSummarizer() if mode.summarizer else None
-    return anyio.run(_run_worker, session, budget, mode, _context(mode.config, recorder), recorder,
-                     RecallProbe(session, budget))
+    """As ``bench.replay``: the caller's round trip (``bench.kit.loop``), scored for recall."""
+    probe, recalled = RecallProbe(session, budget), Ledger()
 
+    def observe(_session: Session, call: Call) -> None:
+        answer = call.response
+        probe.score(recalled, call.index, None if answer is None else (answer["system_prompt"], answer["messages"]))
 
-async def _run_worker(session: Session, budget: Budget, mode: Mode, ctx: HandlerContext,
-                      recorder: RecordingSummarizer | None, probe: RecallProbe) -> Ledger:
-    """As ``bench.replay``: the round trip kept (when the mode persists it), the anchor resent."""
-    anchor = _anchor_messages(session, mode)
-    held_from = len(anchor)
-    ledger, previous = Ledger(), None
-    previous_summary: str | None = None
-    for index, message in enumerate(session.messages):
-        if message["role"] != "assistant" or (index == held_from and not anchor):
-            continue
-        ledger.calls += 1
-        sending = anchor + session.messages[held_from:index]
-        answer = await _assemble(ctx, session.system_prompt, sending, budget, previous_summary)
-        if answer is None:
-            ledger.overflows += 1
-            probe.score(ledger, index, None)
-            continue
-        sent = (answer["system_prompt"], answer["messages"])
-        ledger.send(previous, sent, answer["token_count"])
-        previous = sent
-        probe.score(ledger, index, sent)
-        applied = answer["applied"]
-        if applied["compacted"] and mode.persist:
-            previous_summary = applied["summary"]
-            held_from += applied["tail_start_index"] - len(anchor)
-    if recorder is not None:
-        ledger.summarizer_calls += len(recorder.calls)
-        ledger.summarizer_input += recorder.input_tokens
-        ledger.summarizer_output += recorder.output_tokens
+    ledger = round_trip(session, mode, budget.window, model_id="league-model",
+                        max_output_tokens=budget.max_output, observer=observe)
+    ledger.add(recalled)
     return ledger

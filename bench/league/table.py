@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.league.ledger import Ledger
+from bench.kit.ledger import Ledger
 
 
 @dataclass(frozen=True)

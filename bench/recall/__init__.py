@@ -3,12 +3,12 @@
 For another replay (a peer strategy, say): build a :class:`SessionIndex` per recording, find the
 pressure calls (:func:`pressure_calls`, or any other rule), and call :func:`recall_at_call` with
 each pressure call's returned context; :class:`Recall` sums them. :class:`RecallObserver` does
-all of it as an observer of ``bench.replay.replay.replay``.
+all of it as an observer of the round trip, ``bench.kit.loop.round_trip``.
 """
 
 # (``entities``, the function, stays in its module: re-exported it would hide the module here.)
-from bench.recall.entities import context_text, full_text, mentions
-from bench.recall.measure import (
+from bench.kit.entities import context_text, full_text, mentions
+from bench.kit.recall import (
     HORIZON,
     WINDOW,
     CallRecall,

@@ -1,10 +1,10 @@
 """``python -m bench.recall [--data DIR] [--budgets 16k/2k,32k/4k] [--modes ...] [--sessions ...] [--quick] [--json FILE] [--missing N]``.
 
-Replays every recorded session (the generated ones of ``bench/replay/sessions`` by default) as a
-persisting harness does, with the replay's deterministic summariser (``bench.replay``), per
+Replays every recorded session (the generated ones of ``bench/kit/sessions`` by default) as a
+persisting harness does, with the deterministic summariser (``bench.kit.loop``, ``bench.kit.summariser``), per
 budget and mode, and prints one Markdown table per budget: the long-range future-entity recall
-(defined in ``bench.recall.measure`` and ``bench.recall.entities``) beside the overflows, the
-prefix rewrites and the billed input of ``bench.replay.economy``. The numbers are deterministic.
+(defined in ``bench.kit.recall`` and ``bench.kit.entities``) beside the overflows, the
+prefix rewrites and the billed input of ``bench.kit.ledger``. The numbers are deterministic.
 """
 
 from __future__ import annotations
@@ -15,60 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.recall.measure import HORIZON, WINDOW, Recall, RecallObserver, pressure_calls
+from bench.kit.sessions import shipped_sessions
 from bench.recall.modes import DEFAULT_BUDGETS, MODES, QUICK_MODES, budget, mode
-from bench.replay.__main__ import markdown
-from bench.replay.economy import Bill
-from bench.replay.replay import Session, replay, shipped_sessions
-
-COLUMNS = ("mode", "pressure calls", "needs", "kept", "recall", "overflows", "prefix rewrites",
-           "billed (auto cache)")
-QUICK_SESSION = "multi-cache-invalidation"
-LEGEND = f"""\
-pressure calls = calls before which the whole recorded history exceeds usable (the same in every
-mode); needs = over them, the entities the next {HORIZON} recorded messages mention (user and
-assistant text, call arguments) that the history before the last {WINDOW} messages holds and
-those {WINDOW} messages and the system prompt do not; kept = the needs the returned context holds
-(case-folded substring; an overflow keeps nothing); recall = kept / needs; overflows = calls
-failing with context/overflow (all calls); prefix rewrites = calls whose context does not extend
-the previous one's; billed = uncached-token equivalents (the repeated prefix at 0.1, the rest and
-the summariser's tokens at 1)."""
-
-
-def measure(sessions: list[Session], budget_name: str, mode_names: list[str]) -> list[dict[str, Any]]:
-    """One row per mode at one budget, summed over ``sessions``."""
-    window, output = budget(budget_name) or ("", 0)
-    pressure = {s.name: pressure_calls(s, window, output) for s in sessions}
-    rows = []
-    for name in mode_names:
-        chosen = mode(name)
-        assert chosen is not None
-        observer = RecallObserver(pressure)
-        bill, overflows, rewrites, calls = Bill(), 0, 0, 0
-        for session in sessions:
-            stats = replay(session, window, chosen, max_output_tokens=output, observer=observer)
-            bill.merge(stats.bill)
-            overflows += stats.overflows
-            rewrites += stats.cache_busts
-            calls += stats.calls
-        rows.append(_row(budget_name, name, observer.recall, calls, overflows, rewrites, bill))
-    return rows
-
-
-def _row(budget_name: str, name: str, recall: Recall, calls: int, overflows: int, rewrites: int,
-         bill: Bill) -> dict[str, Any]:
-    return {"budget": budget_name, "mode": name, "calls": calls,
-            "pressure_calls": recall.pressure_calls, "needs": recall.needs, "kept": recall.kept,
-            "recall": recall.share, "overflows": overflows, "prefix_rewrites": rewrites,
-            "billed_auto": bill.automatic, "billed_anthropic": bill.anthropic,
-            "missing": recall.missing.most_common()}
-
-
-def table(rows: list[dict[str, Any]]) -> str:
-    cells: list[tuple[str, ...]] = [(str(r["mode"]), str(r["pressure_calls"]), str(r["needs"]), str(r["kept"]),
-              "-" if r["recall"] is None else f"{100 * r['recall']:.1f}%", str(r["overflows"]),
-              str(r["prefix_rewrites"]), f"{r['billed_auto'] / 1e6:.2f} M") for r in rows]
-    return markdown(cells, COLUMNS, text_columns=(0,))
+from bench.recall.run import LEGEND, QUICK_SESSION, measure, table
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -79,7 +28,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--budgets", help="comma-separated WINDOW/OUTPUT, e.g. 16k/2k "
                         f"(default {','.join(DEFAULT_BUDGETS)})")
     parser.add_argument("--modes", help="comma-separated, of " + ",".join(m.name for m in MODES)
-                        + " or any mode of bench.replay (default: the former)")
+                        + " or any mode of bench.kit.modes (default: the former)")
     parser.add_argument("--quick", action="store_true",
                         help=f"one generated session ({QUICK_SESSION}), 16k/2k, modes "
                         + ",".join(QUICK_MODES) + " (a smoke run)")
@@ -139,3 +88,4 @@ def _names(given: str | None, default: tuple[str, ...]) -> list[str]:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+

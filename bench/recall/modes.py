@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from bench.replay.replay import BUDGETS, MODES_BY_NAME, Mode
+from bench.kit.modes import BUDGETS, MODES_BY_NAME, Mode
 
 RETENTION = {"anchor_messages": 1, "summary_check": "append", "summarizer_fallback": "extractive",
              "reduce_to": 0.6, "overflow_fallback": "drop_oldest"}

@@ -1,5 +1,9 @@
 """Drive recorded sessions through ``context::assemble`` the way the iii agent harness does.
 
+The harness turn loop is the kit's (``bench.kit.loop.HarnessLoop``), over the worker's handlers
+in this process (``bench.kit.loop.InProcess``), without a pre-generate hook and without the
+harness's session id line in the system prompt.
+
     python -m bench.replay.harness [--realdata ../shared/realdata] [--window 32000]
                                    [--max-output 4000] [--config '{"count_calibration": "usage"}']
 
@@ -23,7 +27,7 @@ non-retryable turn failure), or when its ``token_count`` exceeds ``usable`` (the
 such an answer); the replay goes on with the next step, as the harness's next turn would. Any
 other error stops the run (a dependency failure).
 
-One worker per session: the deterministic replay summariser (``bench.replay.fake_summarizer``),
+One worker per session: the deterministic replay summariser (``bench.kit.summariser``),
 no lease store (one harness, one history), a fresh ledger of sent contexts and session store. Definitions: ``turns`` = model steps driven; ``failed`` = failed turns; ``overflow`` =
 those answered ``context/overflow``; ``over usable`` = answers with ``token_count > usable``;
 ``compactions`` = answers reporting ``applied.compacted``; ``calibrated`` = answers counted on a
@@ -39,23 +43,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import orjson
 
-from bench.replay.fake_summarizer import RecordingSummarizer
+from bench.kit.loop import HarnessLoop, InProcess
+from bench.kit.sessions import load_session
+from bench.kit.summariser import RecordingSummarizer
 from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
 from context_manager.core.counting.calibration import SentLedger
-from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers.context import HandlerContext
 from context_manager.ports import ModelBudget, RouterModel
-from context_manager.wire.errors import OVERFLOW, HandlerError
 
 REQUEST_OVERHEAD_TOKENS = 64
 DEFAULT_WINDOW = 32_000
 DEFAULT_MAX_OUTPUT = 4_000
+ASSEMBLE_FAILED = "context_overflow: context::assemble: "  # the loop's failure text for an overflow
 
 
 @dataclass(frozen=True)
@@ -86,14 +90,6 @@ class HarnessStats:
         return self.overflows + self.over_usable
 
 
-@dataclass
-class _Entry:
-    """A compaction entry of the session log."""
-
-    summary: str
-    first_kept: int  # log position of the message the next window starts with
-
-
 def _quiet_logger() -> logging.Logger:
     log = logging.getLogger("bench.replay.harness")
     log.setLevel(logging.CRITICAL)
@@ -103,12 +99,11 @@ def _quiet_logger() -> logging.Logger:
 def run_session(path: Path, config: dict[str, Any], window: int = DEFAULT_WINDOW,
                 max_output: int = DEFAULT_MAX_OUTPUT) -> HarnessStats:
     """One recorded session (``system_prompt``, ``tools``, ``messages``) driven turn by turn."""
-    document = orjson.loads(path.read_bytes())
-    recorder = RecordingSummarizer()
+    session = load_session(path)
     ctx = HandlerContext(
         config=parse_config_value(config),
         resolver=FixedLimits(window, max_output),
-        summarizer=CallableSummarizer(recorder),
+        summarizer=CallableSummarizer(RecordingSummarizer()),
         lease_store=None,  # one harness per session: nothing to coordinate
         tokenizers=PACKAGED_TOKENIZERS,
         log=_quiet_logger(),
@@ -116,53 +111,27 @@ def run_session(path: Path, config: dict[str, Any], window: int = DEFAULT_WINDOW
         session_store=MemorySessionStore(),
         sent_ledger=SentLedger(),
     )
-    return anyio.run(_drive, path.stem, document, ctx)
+    stats = HarnessStats(session.name)
 
+    def observe(answer: dict[str, Any]) -> None:
+        anchor = answer["breakdown"].get("calibration")
+        if anchor is not None:
+            stats.calibrated += 1
+            stats.max_ratio = max(stats.max_ratio, anchor["ratio"])
 
-async def _drive(name: str, document: dict[str, Any], ctx: HandlerContext) -> HarnessStats:
-    stats = HarnessStats(name)
-    recorded: list[dict[str, Any]] = document["messages"]
-    first = next((m for m in recorded if m["role"] == "assistant"), {})
-    model = {"id": first.get("model", "replay-model")}
-    if first.get("provider"):
-        model["provider"] = first["provider"]
-    log: list[dict[str, Any]] = []
-    entries: list[_Entry] = []
-    for message in recorded:
-        if message["role"] == "assistant" and any(m["role"] != "custom" for m in log):
-            entry = entries[-1] if entries else None
-            start = entry.first_kept if entry is not None else 0
-            positions = [i for i in range(start, len(log)) if log[i]["role"] != "custom"]
-            options: dict[str, Any] = {"lease_key": name,
-                                       "request_overhead_tokens": REQUEST_OVERHEAD_TOKENS}
-            if entry is not None:
-                options["previous_summary"] = entry.summary
-            payload: dict[str, Any] = {"messages": [log[i] for i in positions], "model": model,
-                                       "options": options}
-            if document.get("system_prompt") is not None:
-                payload["system_prompt"] = document["system_prompt"]
-            if document.get("tools"):
-                payload["tools"] = document["tools"]
-            stats.turns += 1
-            try:
-                answer = await assemble_handler.handle(payload, ctx)
-            except HandlerError as exc:
-                if exc.kind != OVERFLOW:
-                    raise
-                stats.overflows += 1
-                stats.errors.append(str(exc))
-            else:
-                if answer["token_count"] > answer["usable"]:
-                    stats.over_usable += 1
-                anchor = answer["breakdown"].get("calibration")
-                if anchor is not None:
-                    stats.calibrated += 1
-                    stats.max_ratio = max(stats.max_ratio, anchor["ratio"])
-                applied = answer["applied"]
-                if applied["compacted"]:
-                    stats.compactions += 1
-                    entries.append(_Entry(applied["summary"], positions[applied["tail_start_index"]]))
-        log.append(message)
+    loop = HarnessLoop(InProcess(ctx), session, session.name, hook=None,
+                       request_overhead=REQUEST_OVERHEAD_TOKENS, session_line=False, observe=observe)
+    run = loop.run()
+    stats.turns = len(run.steps)
+    stats.compactions = sum(a.compacted for step in run.steps for a in step.assemblies)
+    for step in run.steps:
+        if step.failure is None:
+            continue
+        stats.errors.append(step.failure)
+        if step.failure.startswith(ASSEMBLE_FAILED):
+            stats.overflows += 1
+        else:
+            stats.over_usable += 1
     return stats
 
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from engine_harness import FakeRouter, TestEngine, WorkerProcess
+from testengine import FakeRouter, TestEngine, WorkerProcess
 
 PUBLIC = {"context::assemble", "context::compact", "context::prune", "context::count-tokens"}
 SEVEN = PUBLIC | {"context::on-models-changed", "context::on-config-change",

@@ -21,11 +21,11 @@ from typing import Any
 
 import anyio
 import orjson
-from engine_harness.process import processes_flag
 
 from context_manager import call
 from context_manager.engine.client import EngineClient, RemoteError, worker_metadata
 from context_manager.wire.codec import dumps_wire
+from testengine.process import processes_flag
 
 from .engine_support import tree_rss_kib, worker_on_engine
 

@@ -131,7 +131,7 @@ class MemoryState:
     to None."""
 
     def __init__(self) -> None:
-        from engine_harness.state import StateStore
+        from testengine.state import StateStore
 
         self.store = StateStore()
         self.calls = 0

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
-from engine_harness.fake_router import RouterCallError, stream_for
+
+from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
+from testengine.fake_router import RouterCallError, stream_for
 
 from .engine_support import SEVEN, healthy, routed_budgets, worker_on_engine
 from .faults import ROUTED, assemble_request, lease_records, write_seed

@@ -23,7 +23,6 @@ from typing import Any
 import orjson
 import pytest
 import yaml
-from engine_harness import CallFailed, FakeRouter
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from context_manager.core.anchor import anchor_length
 from context_manager.wire.codec import dumps, dumps_wire
 from context_manager.wire.decode import decode_messages
 from context_manager.wire.errors import CallError
+from testengine import CallFailed, FakeRouter
 
 from .engine_support import routed_budgets, worker_on_engine
 from .strategies import (

@@ -1,0 +1,93 @@
+"""bench.league: the peers' contexts and the league's counters, on a hand-made session and on one
+generated session."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bench.kit.ledger import count
+from bench.kit.peers import PEERS_BY_NAME, masking, masking_peer
+from bench.league.__main__ import main
+from bench.league.run import BUDGETS, run_peer
+from bench.replay.replay import Session
+
+TS = 1_764_460_800_000
+LINES = "\n".join(f"line {i:04d} " + "x" * 30_000 for i in range(3))  # 3 lines, ~22.5k tokens
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": TS}
+
+
+def _call(n: int) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "function_call", "id": f"c{n}", "function_id": "fs::read",
+                                              "arguments": {"path": f"src/m{n}.py"}}],
+            "stop_reason": "function_call", "model": "m", "provider": "p", "timestamp": TS + n}
+
+
+def _result(n: int, text: str) -> dict[str, Any]:
+    return {"role": "function_result", "function_call_id": f"c{n}", "function_id": "fs::read",
+            "content": [{"type": "text", "text": text}], "details": None, "is_error": False,
+            "timestamp": TS + n}
+
+
+def _final() -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "text", "text": "done"}], "stop_reason": "end",
+            "model": "m", "provider": "p", "timestamp": TS + 9}
+
+
+# user, call 1, big result, call 2, big result, call 3, small result, final answer: 4 model calls.
+MESSAGES = [_user("Fix src/m1.py"), _call(1), _result(1, LINES), _call(2), _result(2, LINES), _call(3),
+            _result(3, "ok"), _final()]
+SESSION = Session("hand-made", "You are a coding agent.", MESSAGES)
+SYSTEM = "You are a coding agent."
+
+
+def _masked(message: dict[str, Any]) -> dict[str, Any]:
+    return {**message, "content": [{"type": "text", "text": "Old environment output: (3 lines omitted)"}]}
+
+
+def test_raw_history_sends_everything_and_counts_the_calls_over_the_limit() -> None:
+    ledger = run_peer(SESSION, BUDGETS["32k"], PEERS_BY_NAME["raw history"])
+    sizes = [count(SYSTEM, MESSAGES[:end]) for end in (1, 3, 5, 7)]
+    assert sizes[1] < 28_000 < sizes[2]  # the third call is over 32000 - 4000
+    assert (ledger.calls, ledger.overflows, ledger.rewrites, ledger.summarizer_calls) == (4, 2, 0, 0)
+    assert ledger.sent == sizes[0] + sizes[1]
+    assert ledger.cached == sizes[0]  # the second call repeats the first from its start
+
+
+def test_masking_keeps_the_last_m_results_and_replaces_the_older_ones() -> None:
+    strategy = masking(1)(BUDGETS["32k"])
+    assert strategy(SYSTEM, MESSAGES[:5]).messages == [*MESSAGES[:2], _masked(MESSAGES[2]), *MESSAGES[3:5]]
+    assert strategy(SYSTEM, MESSAGES[:7]).messages == [
+        *MESSAGES[:2], _masked(MESSAGES[2]), MESSAGES[3], _masked(MESSAGES[4]), *MESSAGES[5:7]]
+    ledger = run_peer(SESSION, BUDGETS["32k"], PEERS_BY_NAME["masking M=10"])
+    assert (ledger.calls, ledger.overflows) == (4, 2)  # M = 10 masks nothing here
+    one = run_peer(SESSION, BUDGETS["32k"], masking_peer(1))
+    sent = [count(SYSTEM, MESSAGES[:1]), count(SYSTEM, MESSAGES[:3]),
+            count(SYSTEM, [*MESSAGES[:2], _masked(MESSAGES[2]), *MESSAGES[3:5]]),
+            count(SYSTEM, [*MESSAGES[:2], _masked(MESSAGES[2]), MESSAGES[3], _masked(MESSAGES[4]),
+                           *MESSAGES[5:7]])]
+    # Every call is sent; the third and fourth each mask a result the previous call sent whole.
+    assert (one.calls, one.overflows, one.rewrites) == (4, 0, 2)
+    assert one.sent == sum(sent)
+    assert one.cached == sent[0] + count(SYSTEM, MESSAGES[:2]) + count(SYSTEM, [*MESSAGES[:2], _masked(MESSAGES[2]),
+                                                                                 MESSAGES[3]])
+
+
+@pytest.mark.slow  # a few seconds: one generated session replayed four times
+def test_quick_league_on_one_generated_session(capsys: Any) -> None:
+    assert main(["--quick", "--json", "--strategies", "raw history,masking M=10,worker: defaults"]) == 0
+    rows = {row["strategy"]: row for row in json.loads(capsys.readouterr().out)}
+    assert list(rows) == ["raw history", "masking M=10", "worker: defaults"]
+    raw, masked, worker = rows["raw history"], rows["masking M=10"], rows["worker: defaults"]
+    # multi-cache-invalidation: 78 model calls; a 26k-token read makes raw history overflow from call 2.
+    assert {r["calls"] for r in rows.values()} == {78}
+    assert (raw["overflows"], raw["prefix_rewrites"], raw["tokens_sent"]) == (77, 0, 101)  # system prompt + task
+    assert (masked["overflows"], masked["summariser_calls"]) == (19, 0)
+    assert worker["overflows"] == 0 and worker["summariser_calls"] == 6
+    assert raw["recall_total"] == masked["recall_total"] == worker["recall_total"] > 0
+    assert raw["recall_found"] == 0  # raw history overflows on every pressure call
