@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from engine_harness import FakeRouter, TestEngine, WorkerProcess, eventually
-from test_worker_process import SEVEN, compaction_request
+
+from tests.roots.test_worker_process import SEVEN, compaction_request
 
 pytestmark = pytest.mark.slow  # worker processes and a summariser slow enough to overlap
 
@@ -188,7 +189,7 @@ REUSE_SHARED = "summary_reuse: true\nsession_store: state\n"
 
 
 def _grown(rounds: int) -> dict[str, Any]:
-    from test_summary_reuse import _grown as grown
+    from tests.core.compaction.test_summary_reuse import _grown as grown
 
     return grown(rounds)
 

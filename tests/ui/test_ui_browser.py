@@ -1,11 +1,11 @@
 """The console form in a real browser: headless Chromium renders ``ui/page.js`` with the pinned
-React (``tests/browser/package.json``) and a stub of the console component module, the test
+React (``tests/ui/browser/package.json``) and a stub of the console component module, the test
 edits every field through the DOM, and each proposed value must be one the worker's config
 parser accepts, holding exactly the edit. The retention policy editor must report a draft's fault
 in the worker's own words and propose only a policy the worker accepts. Screenshots are saved to
 ``tests/artifacts/``.
 
-Needs Debian's ``chromium`` and ``npm install`` in ``tests/browser`` (``.ci/run`` does both);
+Needs Debian's ``chromium`` and ``npm install`` in ``tests/ui/browser`` (``.ci/run`` does both);
 without Chromium the module skips, saying why.
 """
 
@@ -38,8 +38,8 @@ from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS, WorkerCo
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
-BROWSER_DIR = ROOT / "tests" / "browser"
+ROOT = Path(__file__).resolve().parents[2]
+BROWSER_DIR = ROOT / "tests" / "ui" / "browser"
 UI_DIR = ROOT / "src" / "context_manager" / "ui"
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", ROOT / "tests" / "artifacts"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -130,8 +130,8 @@ CUSTOM = {"reserved_tokens_cap": 15000, "reserved_pct": 12, "tail_turns": 4, "le
 
 
 class _Assets(http.server.SimpleHTTPRequestHandler):
-    """/npm/* from tests/browser/node_modules, /page/* from the package's ui/, the rest from
-    tests/browser."""
+    """/npm/* from tests/ui/browser/node_modules, /page/* from the package's ui/, the rest from
+    tests/ui/browser."""
 
     def translate_path(self, path: str) -> str:
         path = path.split("?", 1)[0]
@@ -228,7 +228,7 @@ class Browser:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    assert REACT_UMD.is_file(), "run `npm ci` in tests/browser first (.ci/run does)"
+    assert REACT_UMD.is_file(), "run `npm ci` in tests/ui/browser first (.ci/run does)"
     handler = functools.partial(_Assets, directory=str(BROWSER_DIR))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

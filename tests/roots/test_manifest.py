@@ -16,7 +16,7 @@ from context_manager.config.seed import read_seed_file
 from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.manifest import manifest, manifest_json, render_manifest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED = """{
   "name": "context-manager",

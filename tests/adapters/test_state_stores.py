@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from compaction_support import FakeSummarizer
 from engine_harness.state import StateStore
-from test_inline_compaction import EXAMPLE_10_KEY, OVERFLOW, assemble, context, request
 
 from context_manager.adapters.fs_lease_store import FsLeaseStore
 from context_manager.adapters.memory_session_store import MemorySessionStore
@@ -37,6 +36,7 @@ from context_manager.ports import (
     RememberedCompaction,
 )
 from context_manager.wire.errors import HandlerError
+from tests.core.compaction.test_inline_compaction import EXAMPLE_10_KEY, OVERFLOW, assemble, context, request
 
 LEASE_WARNING = ("state store unusable for compaction leases; every compaction reads as busy until it "
                  "answers: ")
@@ -253,7 +253,7 @@ def test_failures_are_misses_with_one_warning(caplog: pytest.LogCaptureFixture) 
 
 
 def test_summary_reuse_over_the_state_store_reuses_the_first_summary() -> None:
-    from test_summary_reuse import REUSE, Summaries, _assemble, _grown
+    from tests.core.compaction.test_summary_reuse import REUSE, Summaries, _assemble, _grown
 
     state, summaries = EngineState(), Summaries()
     store = StateSessionStore(state, ManualClock(1_000), 3600, logging.getLogger("t"))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from helpers import user
-from test_drop_oldest import _session
 
 from context_manager import call
 from context_manager.core.compaction.prompts import summary_message
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.wire.decode import decode_message
+from tests.core.passes.test_drop_oldest import _session
 
 MESSAGE = {"summary_placement": "message"}
 

@@ -24,7 +24,7 @@ from context_manager.ui.content import (
     ui_content,
 )
 
-UI_DIR = Path(__file__).resolve().parents[1] / "src" / "context_manager" / "ui"
+UI_DIR = Path(__file__).resolve().parents[2] / "src" / "context_manager" / "ui"
 PAGE = (UI_DIR / "page.js").read_text(encoding="utf-8")
 STYLES = (UI_DIR / "styles.css").read_text(encoding="utf-8")
 HARNESS = Path(__file__).with_name("ui_form_harness.mjs")

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
-from test_preview_only import CONSOLE, turns
-from test_worker_process import SEVEN
+
+from tests.core.test_preview_only import CONSOLE, turns
+from tests.roots.test_worker_process import SEVEN
 
 pytestmark = pytest.mark.slow  # three workers started per case
 

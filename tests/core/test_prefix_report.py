@@ -1,10 +1,10 @@
 """`report_prefix`: where an answer stops repeating its request, and whether the prompt changed."""
 
 from helpers import user
-from test_drop_oldest import _session
 
 from context_manager import call
 from context_manager.core.prefix import cache_break_index
+from tests.core.passes.test_drop_oldest import _session
 
 REPORT = {"report_prefix": True}
 

@@ -2,12 +2,12 @@
 
 import pytest
 from helpers import user
-from test_drop_oldest import _session, call_round
 
 from context_manager import call
 from context_manager.core.compaction.selection import stepped_head
 from context_manager.core.passes.drop_oldest import drop_oldest
 from context_manager.core.passes.steps import grid_cut, step_tokens, stepped_amount
+from tests.core.passes.test_drop_oldest import _session, call_round
 
 
 def test_step_tokens():

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 from compaction_support import FR, A, U, X, decoded, history
-from test_retention_check import AC_args, FR_err
 
 from context_manager import call
 from context_manager.core.compaction.extractive import (
@@ -16,6 +15,7 @@ from context_manager.core.compaction.extractive import (
 )
 from context_manager.core.compaction.retention_check import RETAINED_HEADING
 from context_manager.core.counting.estimate import HEURISTIC
+from tests.core.compaction.test_retention_check import AC_args, FR_err
 
 HEAD = decoded(
     U("Add a --verbose flag to cli.py"),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC_DIR = ROOT / "docs" / "spec"
 PARTS = ("01", "02", "03", "04")
 
@@ -190,7 +190,7 @@ def test_known_modules_are_scanned() -> None:
         ("src/context_manager/wire/codec.py", "01", "2"),
         ("src/context_manager/wire/codec.py", "01", "2.6"),
         ("src/context_manager/adapters/router_summarizer.py", "03", "3.7.5"),
-        ("tests/test_fs_store.py", "03", "6.3"),
+        ("tests/adapters/test_fs_store.py", "03", "6.3"),
         ("src/context_manager/worker.py", "04", "2.12"),
     } <= found
 

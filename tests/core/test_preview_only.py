@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 from compaction_support import FakeSummarizer, MemoryLeaseStore
-from test_inline_compaction import EXAMPLE_10, OVERFLOW, SMALL
-from test_state_stores import EngineState
 
 from context_manager import CallError, call
 from context_manager.adapters.memory_session_store import MemorySessionStore
@@ -29,6 +27,8 @@ from context_manager.handlers.context import HandlerContext
 from context_manager.ports import ManualClock, RememberedCompaction
 from context_manager.wire.codec import dumps_wire
 from context_manager.wire.errors import ContextManagerError, error_envelope
+from tests.adapters.test_state_stores import EngineState
+from tests.core.compaction.test_inline_compaction import EXAMPLE_10, OVERFLOW, SMALL
 
 # Every configuration key that keeps state between calls of one process (the stores are given
 # to each context below).

@@ -21,7 +21,7 @@ from context_manager.schemas import (
 from context_manager.schemas.__main__ import main as schemas_main
 from context_manager.schemas.goldens import golden_file_name, rendered_goldens
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_DIR = ROOT / "schemas" / "goldens"
 # The published 1.1.6 API document, kept verbatim (read-only) next to the goldens.
 API_REFERENCE = ROOT / "schemas" / "api-reference-1.1.6.json"

@@ -19,7 +19,7 @@ from context_manager.wire.errors import DecodeError
 MODEL = {"id": "m"}
 ASSISTANT = {"role": "assistant", "content": [], "stop_reason": "end", "model": "m", "provider": "p",
              "timestamp": 1}
-API_REFERENCE = Path(__file__).resolve().parents[1] / "schemas" / "api-reference-1.1.6.json"
+API_REFERENCE = Path(__file__).resolve().parents[2] / "schemas" / "api-reference-1.1.6.json"
 
 # (function, payload, the decoder's text)
 CASES: list[tuple[str, Any, str]] = [

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from engine_harness import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
-from test_worker_process import HELLO, INLINE, SEVEN, compaction_request
 
 from context_manager import call
+from tests.roots.test_worker_process import HELLO, INLINE, SEVEN, compaction_request
 
 pytestmark = pytest.mark.slow  # each test starts the worker as a process
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import anyio
-from test_drop_oldest import _session
 
 from context_manager.adapters.memory_session_store import RECORD_OVERHEAD_BYTES, MemorySessionStore
 from context_manager.api import LIBRARY_SESSIONS, build_context, run_handler
@@ -11,6 +10,7 @@ from context_manager.config.parse import parse_config_value
 from context_manager.core.compaction.lease import default_lease_key
 from context_manager.ports import RememberedCompaction
 from context_manager.wire.decode import decode_messages
+from tests.core.passes.test_drop_oldest import _session
 
 REUSE = {"summary_reuse": True}
 
