@@ -25,6 +25,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "reliability"
+# The property suites this report covers (tests/properties/ holds the other property tests too).
+PROPERTY_SUITES = [ROOT / "tests" / "properties" / name for name in (
+    "test_properties.py", "test_anchor_properties.py", "test_stateful_properties.py", "test_preview_properties.py")]
 OUTPUT = ROOT / "RELIABILITY.md"
 
 PROPERTIES = {
@@ -210,7 +213,7 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add("")
     add("What was tried against context-manager and what came out. Regenerate this file with")
     add("`python scripts/reliability_report.py` (add `--quick` for the CI-sized load run); the")
-    add("tests live in `tests/reliability/`, the full load run is `python scripts/load.py` "
+    add("tests live in `tests/reliability/` and `tests/properties/`, the full load run is `python scripts/load.py` "
         "(`--processes N` starts the worker with N processes).")
     add("")
     add(f"Last run: {now}, Python {platform.python_version()}, {os.cpu_count()} CPU(s); "
@@ -404,7 +407,7 @@ def main() -> int:
         figures_path = Path(scratch) / "figures.jsonl"
         env = {**os.environ, "RELIABILITY_FIGURES": str(figures_path),
                "RELIABILITY_EXAMPLES": str(examples)}
-        suite_status, suite_seconds = run_pytest([str(SUITE)], Path(scratch) / "suite.xml", env)
+        suite_status, suite_seconds = run_pytest([str(SUITE), *map(str, PROPERTY_SUITES)], Path(scratch) / "suite.xml", env)
         cases = junit_cases(Path(scratch) / "suite.xml")
         load_status, load = run_full_load(args.quick)
         figures = read_figures(figures_path)

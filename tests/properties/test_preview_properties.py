@@ -19,9 +19,8 @@ from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.core.counting.calibration import SentLedger
 from context_manager.wire.codec import dumps_wire
 from context_manager.wire.errors import CallError
-
-from .strategies import EXAMPLES, RELIABILITY, assemble_options, configs, histories, models, sessions
-from .support import FakeSummarizer, MemoryLeaseStore, context, run
+from tests.reliability.strategies import EXAMPLES, RELIABILITY, assemble_options, configs, histories, models, sessions
+from tests.reliability.support import FakeSummarizer, MemoryLeaseStore, context, run
 
 
 def outcome(payload: dict[str, Any], ctx: Any) -> str:

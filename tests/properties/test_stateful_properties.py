@@ -31,9 +31,8 @@ from context_manager.core.anchor import anchor_length
 from context_manager.wire.codec import dumps, dumps_wire
 from context_manager.wire.decode import decode_messages
 from context_manager.wire.errors import CallError
-
-from .engine_support import routed_budgets, worker_on_engine
-from .strategies import (
+from tests.reliability.engine_support import routed_budgets, worker_on_engine
+from tests.reliability.strategies import (
     EXAMPLES,
     RELIABILITY,
     RETENTION_POLICIES,
@@ -43,7 +42,7 @@ from .strategies import (
     sessions,
     short_text,
 )
-from .support import (
+from tests.reliability.support import (
     FakeSummarizer,
     breakdown_total,
     call_ids,

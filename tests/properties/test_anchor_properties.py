@@ -20,9 +20,17 @@ from context_manager.core.counting.estimate import estimator_for_model
 from context_manager.wire.codec import dumps
 from context_manager.wire.decode import decode_messages
 from context_manager.wire.errors import CallError
-
-from .strategies import EXAMPLES, RELIABILITY, agent_runs, configs, histories, models, sessions, short_text
-from .support import FakeSummarizer, MemoryLeaseStore, breakdown_total, context, run
+from tests.reliability.strategies import (
+    EXAMPLES,
+    RELIABILITY,
+    agent_runs,
+    configs,
+    histories,
+    models,
+    sessions,
+    short_text,
+)
+from tests.reliability.support import FakeSummarizer, MemoryLeaseStore, breakdown_total, context, run
 
 pytestmark = pytest.mark.slow
 

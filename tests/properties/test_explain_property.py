@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_retention_properties import HISTORIES, POLICIES
 
 from context_manager import CallError, call
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.wire.decode import decode_message
+from tests.properties.test_retention_properties import HISTORIES, POLICIES
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,7 @@ from context_manager.core.passes.prune import placeholder
 from context_manager.wire.codec import Fragment, dumps, loads
 from context_manager.wire.decode import decode_messages
 from context_manager.wire.errors import CallError
-
-from .strategies import (
+from tests.reliability.strategies import (
     RELIABILITY,
     assemble_options,
     configs,
@@ -31,7 +30,7 @@ from .strategies import (
     system_prompts,
     tools,
 )
-from .support import (
+from tests.reliability.support import (
     FakeSummarizer,
     MemoryLeaseStore,
     breakdown_total,
