@@ -77,6 +77,13 @@ PROPERTIES = {
                               "exactly as in process against fresh stores, and pass the checks above."),
 }
 
+# The figures key each property suite records its outcomes under (its FIGURES_KEY): one key per
+# suite, so that neither suite's figures replace the other's.
+PROPERTY_FIGURES = {
+    "test_properties.py": "properties",
+    "test_stateful_properties.py": "properties-stateful",
+}
+
 
 FAULTS = {
     "test_faults_in_process.py": {
@@ -254,11 +261,12 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add("")
     add("| Property | Checked | Cases run | Outcomes | Result | Time (s) |")
     add("|---|---|---|---|---|---|")
-    outcomes: dict[str, Any] = {}
-    for item in figures.get("properties", []):  # one record per module
-        outcomes.update(item.get("outcomes", {}))
+    outcomes: dict[str, dict[str, Any]] = {}  # suite file -> property -> outcome counts
+    for suite, section in PROPERTY_FIGURES.items():
+        for item in figures.get(section, []):  # one record per run of the suite
+            outcomes.setdefault(suite, {}).update(item.get("outcomes", {}))
     for key, (file, test, text) in PROPERTIES.items():
-        counts = dict(outcomes.get(key, {}))
+        counts = dict(outcomes.get(file, {}).get(key, {}))
         run = counts.pop("cases", 0)
         shown = ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "—"
         case = {c["name"]: c for c in files.get(file, [])}.get(test, {"status": "missing", "time": 0})

@@ -6,11 +6,9 @@ Every property runs ``strategies.EXAMPLES`` (2,000 by default) fixed, derandomis
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
-import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -36,23 +34,15 @@ from tests.reliability.support import (
     breakdown_total,
     call_ids,
     context,
-    record,
     result_ids,
     run,
     timestamps,
 )
 
-# (property, outcome) -> executed cases, written to the reliability figures after the module.
+# (property, outcome) -> executed cases, written to the reliability figures after the module under
+# this suite's own key (tests/properties/conftest.py).
+FIGURES_KEY = "properties"
 OUTCOMES: Counter[tuple[str, str]] = Counter()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def figures() -> Iterator[None]:
-    yield
-    by_property: dict[str, dict[str, int]] = {}
-    for (name, outcome), count in sorted(OUTCOMES.items()):
-        by_property.setdefault(name, {})[outcome] = count
-    record("properties", outcomes=by_property)
 
 
 def note(prop: str, *outcomes: str) -> None:

@@ -46,7 +46,6 @@ from tests.reliability.support import (
     FakeSummarizer,
     breakdown_total,
     call_ids,
-    record,
     result_ids,
     run,
     stateful_context,
@@ -55,18 +54,11 @@ from tests.reliability.support import (
 OVERFLOW_PREFIX = "handler error: context/overflow: "
 SUMMARY_HEADING = "# Conversation summary"
 
-# (property, outcome) -> count, written to the reliability figures after the module.
+# (property, outcome) -> count, written to the reliability figures after the module under this
+# suite's own key (tests/properties/conftest.py).
+FIGURES_KEY = "properties-stateful"
 OUTCOMES: Counter[tuple[str, str]] = Counter()
 IN_PROCESS, TWO_PROCESSES = "opt-in", "opt-in, two processes"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def figures() -> Iterator[None]:
-    yield
-    by_property: dict[str, dict[str, int]] = {}
-    for (name, outcome), count in sorted(OUTCOMES.items()):
-        by_property.setdefault(name, {})[outcome] = count
-    record("properties", outcomes=by_property)
 
 
 def note(prop: str, *outcomes: str) -> None:
