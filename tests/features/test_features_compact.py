@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -10,71 +9,22 @@ from compaction_support import A, FakeSummarizer, MemoryLeaseStore, U, X, histor
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from context_manager.core.compaction import lease
-from context_manager.core.settings import DEFAULT_CONFIG
 from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers import compact as compact_handler
-from context_manager.handlers.context import HandlerContext
-from context_manager.ports import (
-    LeaseRecord,
-    ManualClock,
-    ModelBudget,
-    RouterModel,
-    SummarizerFailed,
-    SummarizerUnavailable,
-)
-from context_manager.wire.codec import dumps_wire
+from context_manager.ports import LeaseRecord, ManualClock, SummarizerFailed, SummarizerUnavailable
 from context_manager.wire.decode import decode_messages
-from context_manager.wire.errors import ContextManagerError
+from tests.features.world import Catalog, new_world, run_handler, unescape
 
 scenarios("compact.feature")
 
 
-def unescape(text: str) -> str:
-    return text.replace("\\n", "\n")
-
-
-class Catalog:
-    def __init__(self):
-        self.models: dict[str, ModelBudget] = {}
-
-    async def get_model_budget(self, provider, model_id):
-        return self.models.get(model_id)
-
-
 @pytest.fixture
 def world():
-    return {
-        "catalog": Catalog(),
-        "summarizer": FakeSummarizer(),
-        "store": MemoryLeaseStore(),
-        "clock": ManualClock(1_000_000),
-        "messages": [],
-        "response": None,
-        "error": None,
-    }
-
-
-def run(world, handler, payload):
-    ctx = HandlerContext(config=DEFAULT_CONFIG, resolver=world["catalog"],
-                         summarizer=world["summarizer"], lease_store=world["store"],
-                         clock=world["clock"])
-    try:
-        world["response"] = asyncio.run(handler.handle(payload, ctx))
-    except ContextManagerError as exc:
-        world["error"] = exc
+    catalog = Catalog()
+    return new_world(router=catalog, resolver=catalog, store=MemoryLeaseStore(), clock=ManualClock(1_000_000))
 
 
 # --- given ----------------------------------------------------------------------------------
-
-
-@given(parsers.parse('the router knows model "{model_id}" with a {window:d} token window and {output:d} output tokens'))
-def router_model(world, model_id, window, output):
-    world["catalog"].models[model_id] = ModelBudget(RouterModel(model_id, window, output), output)
-
-
-@given(parsers.parse('the summariser answers "{reply}"'))
-def summariser_answers(world, reply):
-    world["summarizer"] = FakeSummarizer(replies=[unescape(reply)])
 
 
 @given(parsers.parse('the summariser fails with "{kind}" "{detail}"'))
@@ -124,24 +74,24 @@ def unreadable_store(world):
 
 @when(parsers.parse('the history is compacted for model "{model_id}"'))
 def compact_plain(world, model_id):
-    run(world, compact_handler, {"messages": world["messages"], "model": {"id": model_id}})
+    run_handler(world, compact_handler, {"messages": world["messages"], "model": {"id": model_id}})
 
 
 @when(parsers.parse('the history is compacted for model "{model_id}" with options {options}'))
 def compact_with_options(world, model_id, options):
-    run(world, compact_handler, {"messages": world["messages"], "model": {"id": model_id},
-                                 "options": json.loads(options)})
+    run_handler(world, compact_handler, {"messages": world["messages"], "model": {"id": model_id},
+                                         "options": json.loads(options)})
 
 
 @when(parsers.parse("the history is compacted for an inline model of {window:d} tokens with {output:d} for output"))
 def compact_inline(world, window, output):
     model = {"id": "inline", "limits": {"context_window": window, "max_output_tokens": output}}
-    run(world, compact_handler, {"messages": world["messages"], "model": model})
+    run_handler(world, compact_handler, {"messages": world["messages"], "model": model})
 
 
 @when(parsers.parse('a request without messages is compacted for model "{model_id}"'))
 def compact_without_messages(world, model_id):
-    run(world, compact_handler, {"model": {"id": model_id}})
+    run_handler(world, compact_handler, {"model": {"id": model_id}})
 
 
 def _assemble(world, system_prompt, window, output):
@@ -149,7 +99,7 @@ def _assemble(world, system_prompt, window, output):
                "model": {"id": "small", "limits": {"context_window": window, "max_output_tokens": output}}}
     if system_prompt is not None:
         payload["system_prompt"] = system_prompt
-    run(world, assemble_handler, payload)
+    run_handler(world, assemble_handler, payload)
 
 
 @when(parsers.parse('the history is assembled with the system prompt "{prompt}" for an inline model of {window:d} tokens with {output:d} for output'))
@@ -165,43 +115,14 @@ def assemble_without_prompt(world, window, output):
 # --- then -----------------------------------------------------------------------------------
 
 
-@then(parsers.parse("the wire response is {body}"))
-def wire_response(world, body):
-    assert world["error"] is None, world["error"]
-    assert dumps_wire(world["response"]).decode() == body
-
-
-@then(parsers.parse('the response status is "{status}"'))
-def response_status(world, status):
-    assert world["response"]["status"] == status
-
-
 @then("the response reports that a prior summary was used")
 def prior_summary_used(world):
     assert world["response"]["used_prior_summary"] is True
 
 
-@then(parsers.parse('the summariser was asked to revise "{summary}"'))
-def asked_to_revise(world, summary):
-    (request,) = world["summarizer"].requests
-    assert f"<previous-summary>\n{unescape(summary)}\n</previous-summary>" in request.system_prompt
-
-
-@then(parsers.parse("the summariser was called {count:d} time"))
-@then(parsers.parse("the summariser was called {count:d} times"))
-def summariser_calls(world, count):
-    assert world["summarizer"].calls == count
-
-
 @then("no lease is left behind")
 def no_lease_left(world):
     assert world["store"].records == {}
-
-
-@then(parsers.parse('the call fails with "{message}"'))
-def call_fails(world, message):
-    assert world["response"] is None
-    assert world["error"].wire_message == message
 
 
 @then(parsers.parse('the assembled system prompt is "{prompt}"'))

@@ -12,13 +12,11 @@ import anyio
 import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from context_manager import CallError
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.api import call_async
-from context_manager.config.parse import parse_config_value
-from context_manager.handlers.context import HandlerContext
 from context_manager.ports import InvokeError, ManualClock
+from tests.features.world import assemble_for, library_context, new_world
 
 scenarios("model_and_budget.feature")
 
@@ -32,6 +30,12 @@ class ScriptedRouter:
         self.failure: str | None = None
         self.has_budget_function = True
         self.budget_requests: list[dict] = []
+
+    def knows(self, model_id: str, window: int, output: int) -> None:
+        self.records[model_id] = {
+            "id": model_id, "provider": "acme", "display_name": model_id.title(),
+            "context_window": window, "max_output_tokens": output,
+        }
 
     async def invoke(self, function_id: str, payload: dict, timeout_ms: int):
         assert timeout_ms == 5000
@@ -56,24 +60,7 @@ def world():
     router = ScriptedRouter()
     clock = ManualClock()
     cache = CachingModelResolver(RouterModelResolver(router.invoke), clock)
-    return {"router": router, "clock": clock, "cache": cache, "config": {}, "options": None,
-            "messages": [], "response": None, "error": None}
-
-
-def _context(world) -> HandlerContext:
-    return HandlerContext(config=parse_config_value(world["config"]), resolver=world["cache"],
-                          clock=world["clock"], model_cache=world["cache"])
-
-
-def _assemble(world, model: dict) -> None:
-    request = {"messages": world["messages"], "model": model}
-    if world["options"] is not None:
-        request["options"] = world["options"]
-    world["response"], world["error"] = None, None
-    try:
-        world["response"] = anyio.run(call_async, "context::assemble", request, _context(world))
-    except CallError as exc:
-        world["error"] = exc
+    return new_world(router=router, resolver=cache, clock=clock, model_cache=cache)
 
 
 def _limits(window: int, output: int, input_limit: str) -> dict:
@@ -84,29 +71,6 @@ def _limits(window: int, output: int, input_limit: str) -> dict:
 
 
 # --- given -------------------------------------------------------------------------------
-
-
-@given(parsers.parse('a user turn "{text}" at {ts:d}'))
-def user_turn(world, text, ts):
-    world["messages"].append({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts})
-
-
-@given(parsers.parse("the options {options}"))
-def options(world, options):
-    world["options"] = json.loads(options)
-
-
-@given(parsers.parse("the worker configuration {config}"))
-def configuration(world, config):
-    world["config"] = json.loads(config)
-
-
-@given(parsers.parse('the router knows model "{model_id}" with a {window:d} token window and {output:d} output tokens'))
-def router_knows(world, model_id, window, output):
-    world["router"].records[model_id] = {
-        "id": model_id, "provider": "acme", "display_name": model_id.title(),
-        "context_window": window, "max_output_tokens": output,
-    }
 
 
 @given(parsers.parse('the router caps the output of "{model_id}" at {cap:d} tokens'))
@@ -134,33 +98,28 @@ def router_without_budget(world):
 
 @when(parsers.parse("the history is assembled with inline limits {window:d} / {output:d} and input limit {input_limit}"))
 def assemble_inline(world, window, output, input_limit):
-    _assemble(world, {"id": "inline-model", "limits": _limits(window, output, input_limit)})
+    assemble_for(world, {"id": "inline-model", "limits": _limits(window, output, input_limit)})
 
 
 @when(parsers.parse('the history is assembled for model "{model_id}" with inline limits {window:d} / {output:d}'))
 def assemble_named_inline(world, model_id, window, output):
-    _assemble(world, {"id": model_id, "limits": _limits(window, output, "none")})
+    assemble_for(world, {"id": model_id, "limits": _limits(window, output, "none")})
 
 
 @when(parsers.parse('the history is assembled for model "{model_id}" of provider "{provider}"'))
 def assemble_with_provider(world, model_id, provider):
-    _assemble(world, {"id": model_id, "provider": provider})
+    assemble_for(world, {"id": model_id, "provider": provider})
 
 
 @when(parsers.parse('the history is assembled for model "{model_id}" at {now:d} ms'))
 def assemble_at(world, model_id, now):
     world["clock"].now = now
-    _assemble(world, {"id": model_id})
-
-
-@when(parsers.re(r'the history is assembled for model "(?P<model_id>[^"]+)"$'))
-def assemble_by_id(world, model_id):
-    _assemble(world, {"id": model_id})
+    assemble_for(world, {"id": model_id})
 
 
 @when(parsers.parse('the router announces a catalogue change for provider "{provider}"'))
 def catalogue_change(world, provider):
-    got = anyio.run(call_async, "context::on-models-changed", {"provider": provider, "count": 3}, _context(world))
+    got = anyio.run(call_async, "context::on-models-changed", {"provider": provider, "count": 3}, library_context(world))
     assert got == {"ok": True}
 
 
@@ -177,11 +136,6 @@ def model_resolved(world, provenance):
     assert _response(world)["model_resolved"] == provenance
 
 
-@then(parsers.parse("the usable budget is {usable:d}"))
-def usable_budget(world, usable):
-    assert _response(world)["usable"] == usable
-
-
 @then(parsers.parse("the effective output budget is {tokens:d}"))
 def effective_output(world, tokens):
     assert _response(world)["effective_max_output_tokens"] == tokens
@@ -195,9 +149,3 @@ def router_asked(world, count):
 @then(parsers.parse("the router was asked {count:d} time with {payload}"))
 def router_asked_with(world, count, payload):
     assert world["router"].budget_requests == [json.loads(payload)] * count
-
-
-@then(parsers.parse('the call fails with "{message}"'))
-def call_fails(world, message):
-    assert world["response"] is None
-    assert (world["error"].code, world["error"].message) == ("invocation_failed", message)

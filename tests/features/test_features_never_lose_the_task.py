@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-from dataclasses import replace
 from typing import Any
 
 import pytest
-from compaction_support import FR, FakeSummarizer, U, X, history
+from compaction_support import FR, U, X, history
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from context_manager.core.carried_anchor import split_summary
-from context_manager.core.settings import DEFAULT_CONFIG
-from context_manager.handlers import assemble as assemble_handler
-from context_manager.handlers.context import HandlerContext
+from tests.features.world import new_world, unescape
 
 scenarios("never_lose_the_task.feature")
-
-
-def unescape(text: str) -> str:
-    return text.replace("\\n", "\n")
 
 
 def reading_rounds(first: int, last: int, units: int) -> list[dict[str, Any]]:
@@ -40,26 +31,10 @@ def reading_rounds(first: int, last: int, units: int) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def world():
-    return {"config": DEFAULT_CONFIG, "summarizer": FakeSummarizer(), "model": None,
-            "messages": [], "summary": None, "response": None}
+    return new_world()
 
 
 # --- given ----------------------------------------------------------------------------------
-
-
-@given(parsers.parse('the summariser answers "{reply}"'))
-def summariser_answers(world, reply):
-    world["summarizer"] = FakeSummarizer(replies=[unescape(reply)])
-
-
-@given(parsers.parse("an inline model of {window:d} tokens with {output:d} for output"))
-def inline_model(world, window, output):
-    world["model"] = {"id": "small", "limits": {"context_window": window, "max_output_tokens": output}}
-
-
-@given(parsers.parse("the worker configuration {config}"))
-def worker_configuration(world, config):
-    world["config"] = replace(DEFAULT_CONFIG, **json.loads(config))
 
 
 @given(parsers.parse('the task "{task}" and {count:d} rounds reading src/mod1.py to '
@@ -70,22 +45,6 @@ def task_and_rounds(world, task, count, last, units):
 
 
 # --- when -----------------------------------------------------------------------------------
-
-
-@when("the history is assembled")
-def assemble(world):
-    payload: dict[str, Any] = {"messages": world["messages"], "model": world["model"]}
-    if world["summary"] is not None:
-        payload["options"] = {"previous_summary": world["summary"]}
-    ctx = HandlerContext(config=world["config"], summarizer=world["summarizer"], lease_store=None)
-    world["response"] = asyncio.run(assemble_handler.handle(payload, ctx))
-
-
-@when("the harness keeps the summary and the messages from the reported index onward")
-def keep_round_trip(world):
-    applied = world["response"]["applied"]
-    world["summary"] = applied["summary"]
-    world["messages"] = world["messages"][applied["tail_start_index"]:]
 
 
 @when(parsers.parse("{count:d} more rounds reading src/mod{first:d}.py to src/mod{last:d}.py "

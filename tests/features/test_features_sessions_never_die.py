@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from dataclasses import replace
 from typing import Any
 
 import pytest
-from compaction_support import AC, FR, A, FakeSummarizer, MemoryLeaseStore, U, X, history
+from compaction_support import AC, FR, A, MemoryLeaseStore, U, X, history
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from context_manager.core.settings import DEFAULT_CONFIG
-from context_manager.handlers import assemble as assemble_handler
 from context_manager.handlers import compact as compact_handler
-from context_manager.handlers.context import HandlerContext
 from context_manager.ports import ManualClock
-from context_manager.wire.codec import dumps_wire
+from tests.features.world import new_world, run_handler
 
 scenarios("sessions_never_die.feature")
-
-
-def unescape(text: str) -> str:
-    return text.replace("\\n", "\n")
 
 
 def tool_rounds(count: int, units: int, first: int = 1) -> list[dict[str, Any]]:
@@ -35,39 +26,10 @@ def tool_rounds(count: int, units: int, first: int = 1) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def world():
-    return {
-        "config": DEFAULT_CONFIG,
-        "summarizer": FakeSummarizer(),
-        "store": MemoryLeaseStore(),
-        "model": None,
-        "messages": [],
-        "summary": None,
-        "response": None,
-    }
-
-
-def run(world, handler, payload):
-    ctx = HandlerContext(config=world["config"], summarizer=world["summarizer"],
-                         lease_store=world["store"], clock=ManualClock(1_000_000))
-    world["response"] = asyncio.run(handler.handle(payload, ctx))
+    return new_world(store=MemoryLeaseStore(), clock=ManualClock(1_000_000), system_prompt="Base.")
 
 
 # --- given ----------------------------------------------------------------------------------
-
-
-@given(parsers.parse('the summariser answers "{reply}"'))
-def summariser_answers(world, reply):
-    world["summarizer"] = FakeSummarizer(replies=[unescape(reply)] * 8)
-
-
-@given(parsers.parse("an inline model of {window:d} tokens with {output:d} for output"))
-def inline_model(world, window, output):
-    world["model"] = {"id": "small", "limits": {"context_window": window, "max_output_tokens": output}}
-
-
-@given(parsers.parse("the worker configuration {config}"))
-def worker_configuration(world, config):
-    world["config"] = replace(DEFAULT_CONFIG, **json.loads(config))
 
 
 @given(parsers.parse('a history of {count:d} tool rounds of {units:d} tokens each and the answer "{answer}"'))
@@ -88,26 +50,10 @@ def single_task(world, task, count, units):
 # --- when -----------------------------------------------------------------------------------
 
 
-@when("the history is assembled")
-def assemble(world):
-    payload = {"messages": world["messages"], "model": world["model"], "system_prompt": "Base."}
-    if world["summary"] is not None:
-        payload["options"] = {"previous_summary": world["summary"]}
-    run(world, assemble_handler, payload)
-
-
 @when(parsers.parse("the history is compacted with options {options}"))
 def compact(world, options):
-    run(world, compact_handler, {"messages": world["messages"], "model": world["model"],
-                                 "options": json.loads(options)})
-
-
-@when("the harness keeps the summary and the messages from the reported index onward")
-def keep_round_trip(world):
-    applied = world["response"]["applied"]
-    world["summary"] = applied["summary"]
-    world["messages"] = world["messages"][applied["tail_start_index"]:]
-    world["summarizer"].requests.clear()
+    run_handler(world, compact_handler, {"messages": world["messages"], "model": world["model"],
+                                         "options": json.loads(options)})
 
 
 @when(parsers.parse("{count:d} more tool rounds of {units:d} tokens each are appended"))
@@ -140,31 +86,9 @@ def assembled_tokens(world, tokens):
     assert world["response"]["token_count"] == tokens
 
 
-@then(parsers.parse("the summariser was called {count:d} time"))
-@then(parsers.parse("the summariser was called {count:d} times"))
-def summariser_calls(world, count):
-    assert world["summarizer"].calls == count
-
-
-@then(parsers.parse('the summariser was asked to revise "{summary}"'))
-def asked_to_revise(world, summary):
-    first = world["summarizer"].requests[0]
-    assert f"<previous-summary>\n{unescape(summary)}\n</previous-summary>" in first.system_prompt
-
-
 @then("the kept history has no user message")
 def no_user(world):
     assert not any(m["role"] == "user" for m in world["messages"])
-
-
-@then(parsers.parse("the wire response is {body}"))
-def wire_response(world, body):
-    assert dumps_wire(world["response"]).decode() == body
-
-
-@then(parsers.parse('the response status is "{status}"'))
-def response_status(world, status):
-    assert world["response"]["status"] == status
 
 
 @then("the response has no tail")
