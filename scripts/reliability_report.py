@@ -138,7 +138,7 @@ FIXED_DEFECTS = (
     ("`request_overhead_tokens = 2^64-1`: the overflow message reported a total beyond u64",
      "test_the_assembled_total_saturates_at_the_largest_64_bit_count"),
     ("an unexpected handler exception reached engine callers with the worker's Python traceback",
-     "test_unexpected_errors_answer_without_the_worker_traceback (tests/test_engine_client.py)"),
+     "test_unexpected_errors_answer_without_the_worker_traceback (tests/engine/test_engine_client.py)"),
     (("the worker's memo answered a message holding `0.0` with the `-0.0` of a remembered copy "
       "(and the reverse), in function-call arguments, details and usage costs: Python's "
       "`-0.0 == 0.0`"),

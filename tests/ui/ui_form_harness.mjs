@@ -1,4 +1,4 @@
-// Test support for tests/test_ui.py: loads page.js with stub `react` and `@iii-dev/console-ui`
+// Test support for tests/ui/test_ui.py: loads page.js with stub `react` and `@iii-dev/console-ui`
 // modules, renders the form to a plain element tree, and reports each scenario as JSON.
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
