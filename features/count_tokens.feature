@@ -15,7 +15,7 @@ Feature: Counting tokens without changing anything
     Given a user message with a PNG image of 4 base64 characters at 1
     When the history is counted for model "m1"
     Then the total is 4117 tokens
-    Given a user message with a PNG image of 729420 base64 characters at 1
+    Given the image grows to 729420 base64 characters
     When the history is counted for model "m1"
     Then the total is 4117 tokens
 

@@ -25,6 +25,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "reliability"
+# The property suites this report covers (tests/properties/ holds the other property tests too).
+PROPERTY_SUITES = [ROOT / "tests" / "properties" / name for name in (
+    "test_properties.py", "test_anchor_properties.py", "test_stateful_properties.py", "test_preview_properties.py")]
 OUTPUT = ROOT / "RELIABILITY.md"
 
 PROPERTIES = {
@@ -72,6 +75,13 @@ PROPERTIES = {
                               "their own) through a worker with `--processes 2` and every opt-in key on "
                               "(leases and remembered summaries in the engine's state store) answer "
                               "exactly as in process against fresh stores, and pass the checks above."),
+}
+
+# The figures key each property suite records its outcomes under (its FIGURES_KEY): one key per
+# suite, so that neither suite's figures replace the other's.
+PROPERTY_FIGURES = {
+    "test_properties.py": "properties",
+    "test_stateful_properties.py": "properties-stateful",
 }
 
 
@@ -128,7 +138,7 @@ FIXED_DEFECTS = (
     ("`request_overhead_tokens = 2^64-1`: the overflow message reported a total beyond u64",
      "test_the_assembled_total_saturates_at_the_largest_64_bit_count"),
     ("an unexpected handler exception reached engine callers with the worker's Python traceback",
-     "test_unexpected_errors_answer_without_the_worker_traceback (tests/test_engine_client.py)"),
+     "test_unexpected_errors_answer_without_the_worker_traceback (tests/engine/test_engine_client.py)"),
     (("the worker's memo answered a message holding `0.0` with the `-0.0` of a remembered copy "
       "(and the reverse), in function-call arguments, details and usage costs: Python's "
       "`-0.0 == 0.0`"),
@@ -210,7 +220,7 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add("")
     add("What was tried against context-manager and what came out. Regenerate this file with")
     add("`python scripts/reliability_report.py` (add `--quick` for the CI-sized load run); the")
-    add("tests live in `tests/reliability/`, the full load run is `python scripts/load.py` "
+    add("tests live in `tests/reliability/` and `tests/properties/`, the full load run is `python scripts/load.py` "
         "(`--processes N` starts the worker with N processes).")
     add("")
     add(f"Last run: {now}, Python {platform.python_version()}, {os.cpu_count()} CPU(s); "
@@ -251,11 +261,12 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     add("")
     add("| Property | Checked | Cases run | Outcomes | Result | Time (s) |")
     add("|---|---|---|---|---|---|")
-    outcomes: dict[str, Any] = {}
-    for item in figures.get("properties", []):  # one record per module
-        outcomes.update(item.get("outcomes", {}))
+    outcomes: dict[str, dict[str, Any]] = {}  # suite file -> property -> outcome counts
+    for suite, section in PROPERTY_FIGURES.items():
+        for item in figures.get(section, []):  # one record per run of the suite
+            outcomes.setdefault(suite, {}).update(item.get("outcomes", {}))
     for key, (file, test, text) in PROPERTIES.items():
-        counts = dict(outcomes.get(key, {}))
+        counts = dict(outcomes.get(file, {}).get(key, {}))
         run = counts.pop("cases", 0)
         shown = ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "—"
         case = {c["name"]: c for c in files.get(file, [])}.get(test, {"status": "missing", "time": 0})
@@ -404,7 +415,7 @@ def main() -> int:
         figures_path = Path(scratch) / "figures.jsonl"
         env = {**os.environ, "RELIABILITY_FIGURES": str(figures_path),
                "RELIABILITY_EXAMPLES": str(examples)}
-        suite_status, suite_seconds = run_pytest([str(SUITE)], Path(scratch) / "suite.xml", env)
+        suite_status, suite_seconds = run_pytest([str(SUITE), *map(str, PROPERTY_SUITES)], Path(scratch) / "suite.xml", env)
         cases = junit_cases(Path(scratch) / "suite.xml")
         load_status, load = run_full_load(args.quick)
         figures = read_figures(figures_path)

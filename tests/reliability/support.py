@@ -7,7 +7,7 @@ import asyncio
 import errno
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +120,15 @@ def record(section: str, **figures: Any) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps({"section": section, **figures}) + "\n")
+
+
+def record_outcomes(section: str, outcomes: Mapping[tuple[str, str], int]) -> None:
+    """Record a property suite's ``(property, outcome) -> count`` tally, grouped by property,
+    under the suite's own ``section`` of the figures."""
+    by_property: dict[str, dict[str, int]] = {}
+    for (name, outcome), count in sorted(outcomes.items()):
+        by_property.setdefault(name, {})[outcome] = count
+    record(section, outcomes=by_property)
 
 
 # ---------------------------------------------------------------- the engine's state store, in process
