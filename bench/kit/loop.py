@@ -20,13 +20,13 @@ never cross sessions or modes. Every sent call is counted in a :class:`~bench.ki
 against the previous sent context; an ``observer`` sees every call as it was sent and answered.
 
 **The harness turn loop** (:class:`HarnessLoop`: ``bench.replay``'s harness table and
-``tests/harness_loop.py``).
+``tests/roots/harness_loop.py``).
 
 The agent harness (the worker's main caller in an iii deployment) keeps each session as a log of
 entries: messages, and ``custom`` entries such as its compaction records. :class:`HarnessLoop`
 replays a recorded session through that loop, one model step for each recorded assistant message,
 over ``trigger(function_id, payload)`` (the test engine and the official SDK in
-``tests/harness_loop.py``, the handlers in process with :class:`InProcess`):
+``tests/roots/harness_loop.py``, the handlers in process with :class:`InProcess`):
 
 * it loads the log, takes the latest ``custom`` entry of type ``"compaction"`` and builds the
   candidate window: the model-facing messages (``custom`` ones are never sent) from that entry's

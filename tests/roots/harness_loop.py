@@ -5,7 +5,7 @@ The loop itself (what the harness sends, when it compacts, recounts and re-assem
 32k window, 4k output, the replay's deterministic summariser), the worker as a process and the
 official SDK as the harness's client, the configurations it runs under and the checks.
 
-Run as a script (``PYTHONPATH=src:tests:. python tests/harness_loop.py [--real] [name ...]``) it
+Run as a script (``PYTHONPATH=src:tests:. python tests/roots/harness_loop.py [--real] [name ...]``) it
 prints, per configuration of :data:`CONFIGURATIONS` (all, or those named), the turns,
 compactions, recounts, re-assemblies, failed turns and, over the single-task sessions, the calls
 whose context holds the task statement, over the recorded real sessions (and, without

@@ -1,4 +1,4 @@
-"""The agent harness's turn loop against the worker (tests/harness_loop.py describes the loop).
+"""The agent harness's turn loop against the worker (tests/roots/harness_loop.py describes the loop).
 
 The fast tests pin the driver itself to the harness's behaviour with a scripted worker. The slow
 ones run it through the test engine, the worker as a process and the official SDK as the caller,
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness_loop import Stack, Totals, digest, harness_stack, run_configuration, violations
+from tests.roots.harness_loop import Stack, Totals, digest, harness_stack, run_configuration, violations
 
 from bench.kit.loop import (
     ELIDED,

@@ -42,7 +42,7 @@ from context_manager.core.settings import CONFIG_KEYS, DEFAULT_CONFIG, PROFILE_K
 from context_manager.manifest import manifest
 from context_manager.ui.content import SCRIPT_PATH, ui_content
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config.example.yaml"
 
 
@@ -212,7 +212,7 @@ def test_the_console_data_has_the_added_key(codec):
 
 
 NODE = shutil.which("node")
-HARNESS = Path(__file__).with_name("ui_form_harness.mjs")
+HARNESS = ROOT / "tests" / "ui" / "ui_form_harness.mjs"
 
 
 @pytest.mark.skipif(NODE is None, reason="rendering the form needs Node.js")
