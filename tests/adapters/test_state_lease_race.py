@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testengine import FakeRouter, TestEngine, WorkerProcess, eventually
 
+from testengine import FakeRouter, TestEngine, WorkerProcess, eventually
 from tests.roots.test_worker_process import SEVEN, compaction_request
-
-from testengine import FakeRouter, TestEngine, WorkerProcess, eventually
 
 pytestmark = pytest.mark.slow  # worker processes and a summariser slow enough to overlap
 

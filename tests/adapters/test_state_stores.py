@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from compaction_support import FakeSummarizer
-from testengine.state import StateStore
 
 from context_manager.adapters.fs_lease_store import FsLeaseStore
 from context_manager.adapters.memory_session_store import MemorySessionStore
@@ -36,6 +35,7 @@ from context_manager.ports import (
     RememberedCompaction,
 )
 from context_manager.wire.errors import HandlerError
+from testengine.state import StateStore
 from tests.core.compaction.test_inline_compaction import EXAMPLE_10_KEY, OVERFLOW, assemble, context, request
 
 LEASE_WARNING = ("state store unusable for compaction leases; every compaction reads as busy until it "

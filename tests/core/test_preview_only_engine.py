@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
+from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 from tests.core.test_preview_only import CONSOLE, turns
 from tests.roots.test_worker_process import SEVEN
-
-from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
 pytestmark = pytest.mark.slow  # three workers started per case
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
 from context_manager import call
+from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 from tests.roots.test_worker_process import HELLO, INLINE, SEVEN, compaction_request
 
 pytestmark = pytest.mark.slow  # each test starts the worker as a process

@@ -31,7 +31,6 @@ from context_manager.wire.codec import dumps, dumps_wire
 from context_manager.wire.decode import decode_messages
 from context_manager.wire.errors import CallError
 from testengine import CallFailed, FakeRouter
-
 from tests.reliability.engine_support import routed_budgets, worker_on_engine
 from tests.reliability.strategies import (
     EXAMPLES,

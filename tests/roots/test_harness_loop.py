@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.roots.harness_loop import Stack, Totals, digest, harness_stack, run_configuration, violations
 
 from bench.kit.loop import (
     ELIDED,
@@ -36,6 +35,7 @@ from bench.kit.loop import (
     patch_orphaned_calls,
 )
 from bench.kit.sessions import Session, generated_sessions, real_sessions
+from tests.roots.harness_loop import Stack, Totals, digest, harness_stack, run_configuration, violations
 
 # ---------------------------------------------------------------------------------- the driver
 
