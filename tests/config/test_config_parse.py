@@ -40,7 +40,8 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "summary_placement": "system_prompt", "eager_compaction_at": None,
                       "retention": None,
                       "count_calibration": "off", "lease_store": "file", "session_store": "memory",
-                      "session_ttl_secs": 3600, "profile": "faithful"}
+                      "session_ttl_secs": 3600, "profile": "faithful",
+                      "max_history_tokens": None}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]

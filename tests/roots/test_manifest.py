@@ -32,6 +32,7 @@ EXPECTED = """{
     "lease_dir": "data/context-manager",
     "lease_store": "file",
     "lease_ttl_secs": 300,
+    "max_history_tokens": null,
     "max_output_chars": 2000,
     "max_result_tokens": 20000,
     "min_free_tokens": 20000,

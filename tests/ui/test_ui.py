@@ -39,7 +39,7 @@ EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "anchor_messages", "summary_check", "summarizer_fallback", "working_set",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
                   "eager_compaction_at", "retention", "count_calibration", "lease_store",
-                  "session_store", "session_ttl_secs", "profile"]
+                  "session_store", "session_ttl_secs", "profile", "max_history_tokens"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -191,7 +191,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     result = out["results"][0]
     assert [(s["title"], s["fields"]) for s in result["sections"]] == [
         ("Profile", ["profile"]),
-        ("Budget defaults", ["reserved_tokens_cap", "reserved_pct", "allow_fallback_limits"]),
+        ("Budget defaults", ["reserved_tokens_cap", "reserved_pct", "max_history_tokens", "allow_fallback_limits"]),
         ("Pruning and compaction", ["protect_recent_tokens", "decay_user_turns", "protected_user_turns",
                                     "min_free_tokens", "max_output_chars", "max_result_tokens", "tail_turns"]),
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir", "lease_store", "session_store",
@@ -207,6 +207,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     assert {k: (c["placeholder"], c["min"], c["step"], c["value"]) for k, c in numbers.items()} == {
         "reserved_tokens_cap": ("20000", 0, 1, ""),
         "reserved_pct": ("10", 0, 1, ""),
+        "max_history_tokens": ("the window", 1, 1, ""),
         "protect_recent_tokens": ("40000", 0, 1, ""),
         "decay_user_turns": ("0", 0, 1, ""),
         "protected_user_turns": ("2", 0, 1, ""),

@@ -55,7 +55,9 @@ if CHROMIUM is None:
 NUMBER_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "decay_user_turns",
                "protected_user_turns", "min_free_tokens", "max_output_chars", "max_result_tokens",
                "tail_turns", "lease_ttl_secs", "summarizer_timeout_ms", "session_ttl_secs",
-               "anchor_messages"]
+               "anchor_messages", "max_history_tokens"]
+# Number keys off by default (null): an empty field shows what decides instead.
+NULL_NUMBER_PLACEHOLDERS = {"max_history_tokens": "the window"}
 # Switch key -> (the value its "on" proposes, the value its "off" proposes).
 SWITCHES = {
     "allow_fallback_limits": (True, False),
@@ -319,7 +321,8 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
         k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]}
     placeholders = browser.js("""Object.fromEntries([...document.querySelectorAll('input[type=number]')]
         .map((input) => [input.closest('[data-field]').dataset.field, input.placeholder]))""")
-    assert placeholders == {**{k: str(getattr(DEFAULT_CONFIG, k)) for k in NUMBER_KEYS}, **FRACTION_PLACEHOLDERS}
+    assert placeholders == {**{k: str(getattr(DEFAULT_CONFIG, k)) for k in NUMBER_KEYS},
+                            **NULL_NUMBER_PLACEHOLDERS, **FRACTION_PLACEHOLDERS}
     assert DEFAULT_CONFIG.reduce_to == 1.0 and DEFAULT_CONFIG.eager_compaction_at is None
     assert {k: shown[k] for k in SWITCHES} == {k: SWITCHES[k][0] == getattr(DEFAULT_CONFIG, k) for k in SWITCHES}
     assert policy_fault(browser) == "" and rule_lines(browser) == []

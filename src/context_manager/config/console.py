@@ -75,10 +75,14 @@ def _key_entry(name: str, prop: dict[str, Any]) -> list[str]:
              f"    fallback: {js_value(default)},"]
     if "enum" in prop:
         lines.append(f"    choices: [{', '.join(js_value(name) for name in prop['enum'])}],")
-    if prop.get("type") == "integer":
+    types = prop["type"] if isinstance(prop.get("type"), list) else [prop.get("type")]
+    if "integer" in types:
         lines.append(f"    min: {int(prop['minimum'])},")
-    # Number and text fields show the default when empty; switches and the editor show words.
-    if prop.get("type") in ("integer", "number") or (prop.get("type") == "string" and "enum" not in prop):
+    # Number and text fields show the default when empty; switches, the editor and keys off by
+    # default (null) show words.
+    shown = default is not None and (prop.get("type") in ("integer", "number")
+                                     or (prop.get("type") == "string" and "enum" not in prop))
+    if shown:
         lines.append(f"    placeholder: {js_value(shown_text(default))},")
     lines += [f"    help: {js_value(prop['description'])},", "  },"]
     return lines

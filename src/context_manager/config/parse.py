@@ -80,6 +80,17 @@ def _fraction_or_null(value: Any) -> float | None:
         raise DecodeError(exc.detail.replace("expected a fraction", "expected null or a fraction")) from None
 
 
+def _positive_or_null(value: Any) -> int | None:
+    """``null`` (the option is off) or a u64 above zero."""
+    if value is None:
+        return None
+    try:
+        return _positive(value)
+    except DecodeError as exc:
+        raise DecodeError(exc.detail.replace("expected a positive integer", "expected null or a positive integer")
+                          .replace("expected u64", "expected null or u64")) from None
+
+
 # The decoders a key declaration names (core/keys.py, ``KeyType.decoder``).
 DECODERS: dict[str, Callable[[Any], Any]] = {
     "u64": t.u64,
@@ -87,6 +98,7 @@ DECODERS: dict[str, Callable[[Any], Any]] = {
     "boolean": t.boolean,
     "string": t.string,
     "positive": _positive,
+    "positive_or_null": _positive_or_null,
     "fraction": _fraction,
     "fraction_or_null": _fraction_or_null,
     "retention": parse_retention,

@@ -36,6 +36,8 @@ class KeyType:
 U64 = KeyType("u64", {"format": "uint64", "minimum": 0.0, "type": "integer"})
 USIZE = KeyType("usize", {"format": "uint", "minimum": 0.0, "type": "integer"})
 POSITIVE_U64 = KeyType("positive", {"format": "uint64", "minimum": 1.0, "type": "integer"})
+# A positive integer, or null: the option is off.
+POSITIVE_U64_OR_NULL = KeyType("positive_or_null", {"format": "uint64", "minimum": 1.0, "type": ["integer", "null"]})
 BOOLEAN = KeyType("boolean", {"type": "boolean"})
 STRING = KeyType("string", {"type": "string"})
 # A share of ``usable`` in (0, 1]; the second also takes null (the option is off).

@@ -16,6 +16,7 @@ from context_manager.core.keys import (
     FRACTION,
     FRACTION_OR_NULL,
     POSITIVE_U64,
+    POSITIVE_U64_OR_NULL,
     RETENTION_POLICY,
     STRING,
     U64,
@@ -389,6 +390,19 @@ class WorkerConfig:
             'implies the combination measured best against the peers (BENCHMARKS.md, "The recommended\n'
             'profile"), for a harness with a summariser and for one without:\n'
             "  {implied:recommended}"
+        ),
+    )
+
+    max_history_tokens: int | None = declare(
+        None, POSITIVE_U64_OR_NULL, section=Section.BUDGET,
+        description=(
+            "A ceiling for the history below the model's window: every reduction aims for "
+            "min(usable, max_history_tokens), and the answer's usable is that budget; null lets "
+            "the window decide."
+        ),
+        example=(
+            "A ceiling for the history below the model's window, in tokens: every reduction aims for\n"
+            "min(usable, this), and the answer's usable is that budget; null lets the window decide."
         ),
     )
 

@@ -249,6 +249,13 @@ const KEYS = {
     choices: ['faithful', 'recommended'],
     help: 'A named set of defaults for the keys a configuration leaves out; an explicit value always wins. "faithful" implies nothing (the original\'s behaviour). "recommended" implies summary_check: "append", summarizer_fallback: "extractive", working_set: true, overflow_fallback: "drop_oldest", summary_reuse: true, eager_compaction_at: 0.8.',
   },
+  max_history_tokens: {
+    key: 'max_history_tokens',
+    kind: 'integer',
+    fallback: null,
+    min: 1,
+    help: 'A ceiling for the history below the model\'s window: every reduction aims for min(usable, max_history_tokens), and the answer\'s usable is that budget; null lets the window decide.',
+  },
 }
 
 // The parts of a retention policy and the schema's description of each.
@@ -275,6 +282,7 @@ const keyField = (key, label, extra = {}) => ({ ...KEYS[key], label, ...extra })
 const BUDGET_NUMBERS = [
   keyField('reserved_tokens_cap', 'Reserve ceiling (tokens)'),
   keyField('reserved_pct', 'Output reserve (% of window)'),
+  keyField('max_history_tokens', 'History ceiling (tokens)', { fallbackText: 'the window' }),
 ]
 
 const PRUNING_NUMBERS = [
@@ -667,7 +675,7 @@ export function ContextManagerConfigForm(props) {
       field.key,
       field.label,
       field.help,
-      defaultFor(field.key, formatDefault(field.fallback)),
+      defaultFor(field.key, field.fallback === null ? field.fallbackText : formatDefault(field.fallback)),
       h(Input, {
         id,
         className: 'ctx-cfg-control ctx-cfg-number',
@@ -676,7 +684,7 @@ export function ContextManagerConfigForm(props) {
         step: 1,
         inputMode: 'numeric',
         value: typeof current === 'number' ? String(current) : '',
-        placeholder: field.key in implied ? String(implied[field.key]) : field.placeholder,
+        placeholder: field.key in implied ? String(implied[field.key]) : field.placeholder ?? field.fallbackText,
         'aria-label': field.label,
         'aria-invalid': errorId ? true : undefined,
         'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
