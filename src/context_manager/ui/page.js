@@ -302,17 +302,13 @@ const RUNTIME_NUMBERS = [
 
 // A switch between two values of a key: checked proposes `on`, unchecked `off`.
 const choice = (on, off) => ({ isOn: (v) => v === on, valueFor: (checked) => (checked ? on : off) })
+// A key field switching between two values, shown as `fallbackText` while the key is left out.
+const choiceField = (key, label, fallbackText, on, off) => keyField(key, label, { fallbackText, ...choice(on, off) })
 
 // Several processes or hosts: leases and remembered compactions in the engine's state store.
 const SHARING_SWITCHES = [
-  keyField('lease_store', 'Share compaction leases through the engine', {
-    fallbackText: 'off (file)',
-    ...choice('state', 'file'),
-  }),
-  keyField('session_store', 'Share remembered summaries through the engine', {
-    fallbackText: 'off (memory)',
-    ...choice('state', 'memory'),
-  }),
+  choiceField('lease_store', 'Share compaction leases through the engine', 'off (file)', 'state', 'file'),
+  choiceField('session_store', 'Share remembered summaries through the engine', 'off (memory)', 'state', 'memory'),
 ]
 
 const SHARING_NUMBERS = [
@@ -321,18 +317,9 @@ const SHARING_NUMBERS = [
 
 // Documented additions to the original configuration; each switch writes the enum value.
 const EXTENSION_SWITCHES = [
-  keyField('overflow_fallback', 'Drop oldest messages on overflow', {
-    fallbackText: 'off (error)',
-    ...choice('drop_oldest', 'error'),
-  }),
-  keyField('estimator', 'Tokenizer counts for OpenAI models', {
-    fallbackText: 'off (heuristic)',
-    ...choice('auto', 'heuristic'),
-  }),
-  keyField('count_calibration', 'Calibrate counts on provider usage', {
-    fallbackText: 'off',
-    ...choice('usage', 'off'),
-  }),
+  choiceField('overflow_fallback', 'Drop oldest messages on overflow', 'off (error)', 'drop_oldest', 'error'),
+  choiceField('estimator', 'Tokenizer counts for OpenAI models', 'off (heuristic)', 'auto', 'heuristic'),
+  choiceField('count_calibration', 'Calibrate counts on provider usage', 'off', 'usage', 'off'),
   keyField('user_less_compaction', 'Compact histories without user messages', {
     fallbackText: 'on',
     isOn: (v) => v !== false,
@@ -346,14 +333,8 @@ const RETENTION_NUMBERS = [
 ]
 
 const RETENTION_SWITCHES = [
-  keyField('summary_check', 'Check what every summary kept', {
-    fallbackText: 'off',
-    ...choice('append', 'off'),
-  }),
-  keyField('summarizer_fallback', 'Summarise without a model', {
-    fallbackText: 'off (none)',
-    ...choice('extractive', 'none'),
-  }),
+  choiceField('summary_check', 'Check what every summary kept', 'off', 'append', 'off'),
+  choiceField('summarizer_fallback', 'Summarise without a model', 'off (none)', 'extractive', 'none'),
   keyField('working_set', 'Keep the working set', {
     fallbackText: 'off',
     isOn: (v) => v === true,
@@ -544,18 +525,9 @@ const CACHE_FRACTIONS = [
 ]
 
 const CACHE_SWITCHES = [
-  keyField('report_prefix', 'Report where the prefix changes', {
-    fallbackText: 'off',
-    ...choice(true, false),
-  }),
-  keyField('summary_reuse', 'Reuse summaries across calls', {
-    fallbackText: 'off',
-    ...choice(true, false),
-  }),
-  keyField('summary_placement', 'Send the summary as a message', {
-    fallbackText: 'off (system prompt)',
-    ...choice('message', 'system_prompt'),
-  }),
+  choiceField('report_prefix', 'Report where the prefix changes', 'off', true, false),
+  choiceField('summary_reuse', 'Reuse summaries across calls', 'off', true, false),
+  choiceField('summary_placement', 'Send the summary as a message', 'off (system prompt)', 'message', 'system_prompt'),
 ]
 
 // The keys the sections below lay out; any other declared key gets a row in "Other settings".
