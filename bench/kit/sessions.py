@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,18 @@ def shipped_sessions(directory: Path = SESSIONS_DIR) -> list[Session]:
     """Every session of ``directory`` (the generated ones by default), ``*.json.gz`` first."""
     paths = sorted(directory.glob("*.json.gz")) + sorted(directory.glob("*.json"))
     return [load_session(path) for path in paths]
+
+
+def named_sessions(sessions: list[Session], names: str) -> list[Session] | None:
+    """The sessions a comma-separated list of names picks, in its order; None, with the unknown
+    names and the known ones printed to stderr, when a name is not among ``sessions``."""
+    wanted = [name.strip() for name in names.split(",") if name.strip()]
+    known = {s.name: s for s in sessions}
+    missing = [name for name in wanted if name not in known]
+    if missing:
+        print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+        return None
+    return [known[name] for name in wanted]
 
 
 def real_sessions(directory: Path = REAL_SESSIONS) -> list[Session]:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.kit.sessions import shipped_sessions
+from bench.kit.sessions import named_sessions, shipped_sessions
 from bench.recall.modes import DEFAULT_BUDGETS, MODES, QUICK_MODES, budget, mode
 from bench.recall.run import LEGEND, QUICK_SESSION, measure, table
 
@@ -50,13 +50,10 @@ def main(argv: list[str]) -> int:
         return 2
     wanted = args.sessions or (QUICK_SESSION if args.quick and not args.data else None)
     if wanted:
-        names = [s.strip() for s in wanted.split(",") if s.strip()]
-        known = {s.name: s for s in sessions}
-        missing = [name for name in names if name not in known]
-        if missing:
-            print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+        picked = named_sessions(sessions, wanted)
+        if picked is None:
             return 2
-        sessions = [known[name] for name in names]
+        sessions = picked
     if not sessions:
         print("no recorded sessions (*.json, *.json.gz) found", file=sys.stderr)
         return 2
