@@ -643,7 +643,9 @@ export function ContextManagerConfigForm(props) {
       propose({ ...value, [s.key]: s.valueFor(on) }),
     )
 
-  const numberRow = (field) => {
+  // A row holding a number input for `field`: `bounds` are the input's min, max, step and inputMode;
+  // `placeholder` stands where the configuration implies no value.
+  const numericRow = (field, defaultText, bounds, placeholder, onChange) => {
     const id = `${ID_PREFIX}-${field.key}`
     const errorId = errorIdFor(field.key)
     const current = value[field.key]
@@ -651,52 +653,40 @@ export function ContextManagerConfigForm(props) {
       field.key,
       field.label,
       field.help,
-      defaultFor(field.key, field.fallback === null ? field.fallbackText : formatDefault(field.fallback)),
+      defaultFor(field.key, defaultText),
       h(Input, {
         id,
         className: 'ctx-cfg-control ctx-cfg-number',
         type: 'number',
-        min: field.min ?? 0,
-        step: 1,
-        inputMode: 'numeric',
+        ...bounds,
         value: typeof current === 'number' ? String(current) : '',
-        placeholder: field.key in implied ? String(implied[field.key]) : field.placeholder ?? field.fallbackText,
+        placeholder: field.key in implied ? String(implied[field.key]) : placeholder,
         'aria-label': field.label,
         'aria-invalid': errorId ? true : undefined,
         'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
-        onChange: (raw) => editNumber(field.key, raw, field.min ?? 0),
+        onChange,
       }),
       id,
     )
   }
 
-  const fractionRow = (field) => {
-    const id = `${ID_PREFIX}-${field.key}`
-    const errorId = errorIdFor(field.key)
-    const current = value[field.key]
-    return row(
-      field.key,
-      field.label,
-      field.help,
-      defaultFor(field.key, field.fallbackText ?? String(field.fallback)),
-      h(Input, {
-        id,
-        className: 'ctx-cfg-control ctx-cfg-number',
-        type: 'number',
-        min: 0,
-        max: 1,
-        step: 0.05,
-        inputMode: 'decimal',
-        value: typeof current === 'number' ? String(current) : '',
-        placeholder: field.key in implied ? String(implied[field.key]) : field.fallbackText ?? field.placeholder,
-        'aria-label': field.label,
-        'aria-invalid': errorId ? true : undefined,
-        'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
-        onChange: (raw) => editFraction(field.key, raw),
-      }),
-      id,
+  const numberRow = (field) =>
+    numericRow(
+      field,
+      field.fallback === null ? field.fallbackText : formatDefault(field.fallback),
+      { min: field.min ?? 0, step: 1, inputMode: 'numeric' },
+      field.placeholder ?? field.fallbackText,
+      (raw) => editNumber(field.key, raw, field.min ?? 0),
     )
-  }
+
+  const fractionRow = (field) =>
+    numericRow(
+      field,
+      field.fallbackText ?? String(field.fallback),
+      { min: 0, max: 1, step: 0.05, inputMode: 'decimal' },
+      field.fallbackText ?? field.placeholder,
+      (raw) => editFraction(field.key, raw),
+    )
 
   const switchRow = (key, label, help, defaultText, checked, onToggle) => {
     const id = `${ID_PREFIX}-${key}`
