@@ -1,5 +1,6 @@
 """``python -m bench.latency [--realdata DIR] [--summarizer-latency 5,30,120] [--window 32000]
-[--max-output 4000] [--step-time 10] [--sessions A,B] [--modes ...] [--json FILE] [--progress]``.
+[--max-output 4000] [--step-time 10] [--sessions A,B] [--modes ...] [--per-session] [--json FILE]
+[--progress]``.
 
 Replays the sessions of ``--realdata`` (the generated ones of ``bench/kit/sessions`` without it)
 once per mode and prints one Markdown table per summariser latency L: the worker with ``profile:
@@ -20,7 +21,7 @@ from bench.kit.peers import Peer
 from bench.kit.sessions import shipped_sessions
 from bench.latency.clock import DEFAULT_LATENCIES, DEFAULT_STEP_SECONDS
 from bench.latency.peers import LATENCY_PEERS
-from bench.latency.run import LEGEND, measure, table
+from bench.latency.run import LEGEND, measure, session_table, table
 from bench.latency.worker import WORKER_MODES, WorkerMode
 
 
@@ -36,6 +37,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="the agent's seconds between model calls where the source recorded no times")
     parser.add_argument("--sessions", help="comma-separated session names (default: every one)")
     parser.add_argument("--modes", help="comma-separated mode names (default: all)")
+    parser.add_argument("--per-session", action="store_true",
+                        help="also print, per session and L, the step time source, the agent time and every mode that waited")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--progress", action="store_true", help="time each mode on stderr")
     return parser.parse_args(argv)
@@ -79,6 +82,9 @@ def main(argv: list[str]) -> int:
         print(f"### L = {latency:g} s, {args.window}/{args.max_output} ({len(sessions)} sessions)\n")
         print(table([r for r in rows if r.latency == latency]))
         print()
+        if args.per_session:
+            print(session_table([r for r in rows if r.latency == latency and r.supported], sessions, args.step_time))
+            print()
     print(LEGEND)
     print(f"\n{len(sessions)} session(s), {time.monotonic() - started:.0f} s.")
     if args.json is not None:

@@ -14,7 +14,14 @@ from bench.kit.peers import Budget, Peer
 from bench.kit.recall import RAW_MODE, SessionIndex, is_pressure, recall_at_call
 from bench.kit.sessions import Session
 from bench.kit.table import markdown
-from bench.latency.clock import DEFAULT_STEP_SECONDS, Timeline, as_json, step_seconds, timeline
+from bench.latency.clock import (
+    DEFAULT_STEP_SECONDS,
+    Timeline,
+    as_json,
+    recorded_times,
+    step_seconds,
+    timeline,
+)
 from bench.latency.peers import LATENCY_PEERS, replay_peer
 from bench.latency.worker import WORKER_MODES, Replay, WorkerMode, replay_worker, supported
 
@@ -33,6 +40,7 @@ class Row:
     ledger: Ledger = field(default_factory=Ledger)
     in_call: int = 0
     off_turn: int = 0
+    by_session: dict[str, Timeline] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         if not self.supported:
@@ -98,7 +106,9 @@ def measure(sessions: list[Session], window: int, max_output: int, latencies: li
             score_recall(replay, pressure[session.name])
             for row in mine:
                 row.ledger.add(replay.ledger)
-                row.clock.add(timeline(replay.indexes, replay.in_call, steps[session.name], row.latency))
+                line = timeline(replay.indexes, replay.in_call, steps[session.name], row.latency)
+                row.by_session[session.name] = line
+                row.clock.add(line)
                 row.in_call += sum(replay.in_call)
                 row.off_turn += replay.off_turn
         rows.extend(mine)
@@ -124,6 +134,30 @@ def cells(row: Row) -> tuple[str, ...]:
 
 def table(rows: list[Row]) -> str:
     return markdown([cells(r) for r in rows], COLUMNS, text_columns=(0,))
+
+
+SESSION_COLUMNS = ("session", "step times", "calls", "agent time", "mode", "waited", "total wait", "waiting share")
+
+
+def session_table(rows: list[Row], sessions: list[Session], step_time: float) -> str:
+    """Per session (at the rows' latency): where the step times come from, the agent's time, and
+    every mode that waited there."""
+    cells_: list[tuple[str, ...]] = []
+    for session in sessions:
+        source = "recorded" if recorded_times(session) else f"stated ({step_time:g} s)"
+        lines = [(r.mode, r.by_session[session.name]) for r in rows if session.name in r.by_session]
+        if not lines:
+            continue
+        first = lines[0][1]
+        head = (session.name, source, str(len(first.calls)), _seconds(first.agent_seconds))
+        waited = [(mode, line) for mode, line in lines if line.waited]
+        if not waited:
+            cells_.append((*head, "(none waited)", "0", "0 s", "0.0%"))
+        for mode, line in waited:
+            cells_.append((*head, mode, str(line.waited), _seconds(line.total_wait),
+                           f"{100 * line.waiting_share:.1f}%"))
+            head = ("", "", "", "")
+    return markdown(cells_, SESSION_COLUMNS, text_columns=(0, 1, 4))
 
 
 LEGEND = """\

@@ -113,4 +113,8 @@ def test_the_command_prints_a_table_per_latency(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert "### L = 5 s, 16000/2000 (1 sessions)" in out and "### L = 30 s, 16000/2000" in out
     assert out.count("| Codex CLI") == 2
+    assert main(["--sessions", "multi-cache-invalidation", "--window", "16000", "--max-output", "2000",
+                 "--summarizer-latency", "30", "--modes", "raw history", "--per-session"]) == 0
+    out = capsys.readouterr().out
+    assert "| multi-cache-invalidation | recorded   |   " in out and "| (none waited) |" in out
     assert main(["--modes", "nobody"]) == 2
