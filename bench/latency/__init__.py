@@ -22,9 +22,11 @@ are deterministic):
 Modes:
 
 * **worker** (``bench.latency.worker``): the iii agent harness's turn loop, the kit's driver
-  (``bench.kit.loop.HarnessLoop``) over the worker's handlers in this process, no pre-generate
-  hook, the session's own system prompt (no session id line), the kit's request overhead (65
-  tokens); the model is resolved through a router stand-in that answers every model with
+  (``bench.kit.loop.HarnessLoop``) over the worker's handlers in this process, the session's own
+  system prompt (no session id line), the kit's request overhead (65 tokens), no pre-generate
+  hook unless ``--guidance-hook`` runs the kit's (``GuidanceHook``: its re-assemblies are calls of
+  the same turn, so their summariser calls add to the turn's wait, and what it appends is sent and
+  billed); the model is resolved through a router stand-in that answers every model with
   ``--window`` / ``--max-output``. One worker per session and mode: the kit's deterministic
   summariser (``bench.kit.summariser.RecordingSummarizer``), no lease store, a fresh session
   store, message memo and ledger of sent contexts. The summariser the worker calls is awaited on

@@ -1,5 +1,5 @@
 """``python -m bench.latency [--realdata DIR] [--summarizer-latency 5,30,120] [--window 32000]
-[--max-output 4000] [--step-time 10] [--sessions A,B] [--modes ...] [--per-session] [--json FILE]
+[--max-output 4000] [--step-time 10] [--sessions A,B] [--modes ...] [--guidance-hook] [--per-session] [--json FILE]
 [--progress]``.
 
 Replays the sessions of ``--realdata`` (the generated ones of ``bench/kit/sessions`` without it)
@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.kit.loop import GuidanceHook
 from bench.kit.peers import Peer
 from bench.kit.sessions import shipped_sessions
 from bench.latency.clock import DEFAULT_LATENCIES, DEFAULT_STEP_SECONDS
@@ -37,6 +38,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="the agent's seconds between model calls where the source recorded no times")
     parser.add_argument("--sessions", help="comma-separated session names (default: every one)")
     parser.add_argument("--modes", help="comma-separated mode names (default: all)")
+    parser.add_argument("--guidance-hook", action="store_true",
+                        help="run the kit's pre-generate hook in the worker's turn loop (bench.kit.loop.GuidanceHook)")
     parser.add_argument("--per-session", action="store_true",
                         help="also print, per session and L, the step time source, the agent time and every mode that waited")
     parser.add_argument("--json", type=Path, help="also write the rows here")
@@ -77,7 +80,8 @@ def main(argv: list[str]) -> int:
             return 2
         modes = [by_name[n] for n in wanted]
     started = time.monotonic()
-    rows = measure(sessions, args.window, args.max_output, latencies, args.step_time, modes, args.progress)
+    rows = measure(sessions, args.window, args.max_output, latencies, args.step_time, modes, args.progress,
+                   GuidanceHook() if args.guidance_hook else None)
     for latency in latencies:
         print(f"### L = {latency:g} s, {args.window}/{args.max_output} ({len(sessions)} sessions)\n")
         print(table([r for r in rows if r.latency == latency]))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.kit.ledger import Ledger
-from bench.kit.loop import Call, round_trip
+from bench.kit.loop import Call, GuidanceHook, round_trip
 from bench.kit.peers import Budget, Peer
 from bench.kit.recall import RAW_MODE, SessionIndex, is_pressure, recall_at_call
 from bench.kit.sessions import Session
@@ -82,8 +82,9 @@ def score_recall(replay: Replay, pressure: frozenset[int]) -> None:
 
 def measure(sessions: list[Session], window: int, max_output: int, latencies: list[float],
             step_time: float = DEFAULT_STEP_SECONDS, modes: list[WorkerMode | Peer] | None = None,
-            progress: bool = False) -> list[Row]:
-    """One row per mode and latency, summed over ``sessions`` (worker modes first, then peers)."""
+            progress: bool = False, hook: GuidanceHook | None = None) -> list[Row]:
+    """One row per mode and latency, summed over ``sessions`` (worker modes first, then peers);
+    ``hook``: the worker's turn loop runs the kit's pre-generate hook (the peers have none)."""
     chosen: list[WorkerMode | Peer] = list(modes) if modes is not None else [*WORKER_MODES, *LATENCY_PEERS]
     budget = Budget(f"{window}", window, max_output)
     pressure = {s.name: pressure_calls(s, window, max_output) for s in sessions}
@@ -100,7 +101,7 @@ def measure(sessions: list[Session], window: int, max_output: int, latencies: li
             continue
         for session in sessions:
             if isinstance(mode, WorkerMode):
-                replay = replay_worker(session, mode.config, window, max_output)
+                replay = replay_worker(session, mode.config, window, max_output, hook)
             else:
                 replay = replay_peer(session, mode, budget)
             score_recall(replay, pressure[session.name])

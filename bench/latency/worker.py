@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.kit.ledger import Ledger, Sent, count
-from bench.kit.loop import HarnessLoop, InProcess, SessionRun, Step
+from bench.kit.loop import GuidanceHook, HarnessLoop, InProcess, SessionRun, Step, patch_orphaned_calls
 from bench.kit.sessions import Session
 from bench.kit.summariser import RecordingSummarizer
 from context_manager.adapters.callable_summarizer import CallableSummarizer
@@ -95,8 +95,9 @@ class _MeteredLoop(HarnessLoop):
     """The kit's turn loop, noting for each step the recorded index, the summariser calls made
     while it ran and the last answer's context."""
 
-    def __init__(self, trigger: Any, session: Session, summarizer: MeteredSummarizer, replay: Replay) -> None:
-        super().__init__(trigger, session, session.name, hook=None, session_line=False, observe=self._answer)
+    def __init__(self, trigger: Any, session: Session, summarizer: MeteredSummarizer, replay: Replay,
+                 hook: GuidanceHook | None) -> None:
+        super().__init__(trigger, session, session.name, hook=hook, session_line=False, observe=self._answer)
         self.summarizer = summarizer
         self.replay = replay
         self._last: dict[str, Any] | None = None
@@ -111,8 +112,15 @@ class _MeteredLoop(HarnessLoop):
         self.replay.indexes.append(index)
         self.replay.in_call.append(self.summarizer.in_call - before)
         answer = self._last if record.failure is None else None
-        self.replay.sent.append(None if answer is None else (answer["system_prompt"], answer["messages"]))
-        self.replay.tokens.append(0 if answer is None else count(answer["system_prompt"], answer["messages"]))
+        if answer is None:
+            self.replay.sent.append(None)
+            self.replay.tokens.append(0)
+            return record
+        # The request the loop sends: the answer, the hook's messages, orphaned calls patched.
+        messages = list(answer["messages"]) + (self.hook.appended(step) if self.hook is not None else [])
+        patch_orphaned_calls(messages)
+        self.replay.sent.append((answer["system_prompt"], messages))
+        self.replay.tokens.append(count(answer["system_prompt"], messages))
         return record
 
 
@@ -122,9 +130,11 @@ def _quiet() -> logging.Logger:
     return log
 
 
-def replay_worker(session: Session, config: dict[str, Any], window: int, max_output: int) -> Replay:
+def replay_worker(session: Session, config: dict[str, Any], window: int, max_output: int,
+                  hook: GuidanceHook | None = None) -> Replay:
     """One session through the harness turn loop with ``config``, the model at ``window`` /
-    ``max_output``."""
+    ``max_output``, and the kit's pre-generate ``hook`` when one is given (its re-assemblies are
+    calls of the same turn: their summariser calls add to the turn's wait)."""
     summarizer = MeteredSummarizer()
     ctx = HandlerContext(
         config=parse_config_value(config),
@@ -147,7 +157,7 @@ def replay_worker(session: Session, config: dict[str, Any], window: int, max_out
             IN_CALL.reset(mark)
 
     replay = Replay(session)
-    _MeteredLoop(trigger, session, summarizer, replay).run()
+    _MeteredLoop(trigger, session, summarizer, replay, hook).run()
     ledger, previous = replay.ledger, None
     for sent, answer_tokens in zip(replay.sent, replay.tokens):
         ledger.calls += 1

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from bench.kit.generate import SessionPlan, build_session
+from bench.kit.loop import GuidanceHook
 from bench.kit.peers import PEERS_BY_NAME, Peer
 from bench.kit.sessions import Session
 from bench.latency.__main__ import main
@@ -105,6 +106,14 @@ def test_exact_rows_on_a_small_generated_session(small: Session) -> None:
     assert facts(rows["raw history", 120.0]) == (52, 0, 0.0, 0.0, 41, 0, 45, 19305.4, 0, 0, 0)
     # the session's own times between model calls: the same agent time in every mode
     assert round(rows[worker, 5.0].clock.agent_seconds, 3) == round(rows["raw history", 5.0].clock.agent_seconds, 3) == 1833.886
+
+
+def test_the_kit_hook_in_the_turn_loop_is_sent_and_billed(small: Session) -> None:
+    row = measure([small], 16_000, 2_000, [30.0], modes=[WORKER_MODES[0]], hook=GuidanceHook())[0]
+    assert (len(row.clock.calls), row.clock.waited, row.clock.total_wait, row.ledger.overflows,
+            row.ledger.recall_found, round(row.ledger.billed_automatic, 1), row.ledger.rewrites,
+            row.in_call) == (52, 7, 210.0, 0, 19, 125422.7, 21, 7)
+    assert [c.index for c in row.clock.calls if c.wait] == [21, 39, 52, 71, 86, 88, 112]
 
 
 def test_the_command_prints_a_table_per_latency(capsys: pytest.CaptureFixture[str]) -> None:
