@@ -15,7 +15,8 @@ are deterministic):
   timestamp of assistant message k (never below 0); a session whose times were synthesised (every
   message exactly 1,000 ms after the one before it, as ``SOURCES.md`` writes them for tau-bench,
   SWE-agent and Aider) or that has no timestamps takes the stated step time,
-  :data:`~bench.latency.clock.DEFAULT_STEP_SECONDS` = 10 s (``--step-time``);
+  :data:`~bench.latency.clock.DEFAULT_STEP_SECONDS` = 10 s (``--step-time``). The last call's
+  step is 0 (the session ends with its reply);
 * the **session time** is the sum of the steps and the waits; **waiting share** = total wait /
   session time.
 
