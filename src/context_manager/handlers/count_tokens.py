@@ -25,13 +25,7 @@ from context_manager.wire.errors import DecodeError, invalid_request
 
 FUNCTION_ID = "context::count-tokens"
 
-_REQUEST = {
-    "messages": t.FieldSpec(t.decode_messages),
-    "model": t.FieldSpec(t.decode_model_input, required=True),
-    "system_prompt": t.FieldSpec(t.string),
-    "tools": t.FieldSpec(t.decode_tools),
-    "parts": t.FieldSpec(t.string_map),
-}
+_REQUEST = t.HISTORY_REQUEST
 
 
 def _raw_list(value: Any) -> list[Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_manager.core.carried_anchor import with_anchor
+from context_manager.core.compaction.inline import InlineCompaction
 from context_manager.core.counting.calibrated_budget import CalibratedCount
 from context_manager.wire.messages import Message
 
@@ -50,21 +51,15 @@ class PruneReport:
 
 @dataclass(frozen=True, slots=True)
 class CompactionReport:
-    """``compacted`` and the summary's members."""
+    """``compacted`` and the summary's members: the outcome, its tail mapped to a request index."""
 
-    summary: str
+    outcome: InlineCompaction
     tail_start_index: int
-    tokens_before: int
-    summary_kind: str | None = None
-    retained_items: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class EmergencyReport:
+class EmergencyReport(PruneReport):
     """Emergency work, reported with prune's: ``pruned`` is OR-ed and its freed total added."""
-
-    pruned: bool
-    tokens: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,14 +136,15 @@ class AssembleReport:
             applied["anchor_tokens"] = amount(anchor.tokens)
         if compaction is not None:
             # The next request may start at the tail: the summary carries the anchor to it.
-            applied["summary"] = with_anchor(compaction.summary, self.anchor)
+            outcome = compaction.outcome
+            applied["summary"] = with_anchor(outcome.summary, self.anchor)
             applied["tail_start_index"] = compaction.tail_start_index
-            applied["tokens_before"] = amount(compaction.tokens_before)
-            applied["summarized_head_tokens"] = amount(compaction.tokens_before)
-            if compaction.summary_kind is not None:
-                applied["summary_kind"] = compaction.summary_kind
-            if compaction.retained_items is not None:
-                applied["retained_items"] = compaction.retained_items
+            applied["tokens_before"] = amount(outcome.tokens_before)
+            applied["summarized_head_tokens"] = amount(outcome.tokens_before)
+            if outcome.summary_kind is not None:
+                applied["summary_kind"] = outcome.summary_kind
+            if outcome.retained_items is not None:
+                applied["retained_items"] = outcome.retained_items
         if drop is not None:
             applied["dropped_messages"] = drop.dropped_messages
             applied["dropped_ranges"] = drop.dropped_ranges

@@ -74,5 +74,4 @@ class Compaction:
         tail_start_index = state.view_to_orig[outcome.tail_start_view]
         state.summarize_head(outcome.head_len, outcome.summary, call.request.system_prompt,
                              call.config.summary_placement, estimator)
-        return CompactionReport(outcome.summary, tail_start_index, outcome.tokens_before,
-                                outcome.summary_kind, outcome.retained_items)
+        return CompactionReport(outcome, tail_start_index)
