@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench.kit.loop import GuidanceHook
 from bench.kit.peers import Peer
-from bench.kit.sessions import shipped_sessions
+from bench.kit.sessions import named_sessions, pick_named, sessions_of
 from bench.latency.clock import DEFAULT_LATENCIES, DEFAULT_STEP_SECONDS
 from bench.latency.peers import LATENCY_PEERS
 from bench.latency.run import LEGEND, measure, session_table, table
@@ -49,18 +49,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    if args.data is not None and not args.data.is_dir():
-        print(f"no such directory: {args.data}", file=sys.stderr)
+    loaded = sessions_of(args.data)
+    if loaded is None:
         return 2
-    sessions = shipped_sessions(args.data) if args.data else shipped_sessions()
+    sessions = loaded
     if args.sessions:
-        known = {s.name: s for s in sessions}
-        wanted = [n.strip() for n in args.sessions.split(",") if n.strip()]
-        missing = [n for n in wanted if n not in known]
-        if missing:
-            print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+        picked = named_sessions(sessions, args.sessions)
+        if picked is None:
             return 2
-        sessions = [known[n] for n in wanted]
+        sessions = picked
     if not sessions:
         print("no recorded sessions (*.json, *.json.gz) found", file=sys.stderr)
         return 2
@@ -72,13 +69,10 @@ def main(argv: list[str]) -> int:
     every: list[WorkerMode | Peer] = [*WORKER_MODES, *LATENCY_PEERS]
     modes = every
     if args.modes:
-        by_name = {m.name: m for m in every}
-        wanted = [n.strip() for n in args.modes.split(",") if n.strip()]
-        unknown = [n for n in wanted if n not in by_name]
-        if unknown:
-            print(f"unknown mode(s): {', '.join(unknown)}; known: {', '.join(by_name)}", file=sys.stderr)
+        picked_modes = pick_named(every, args.modes, "mode(s)", lambda m: m.name)
+        if picked_modes is None:
             return 2
-        modes = [by_name[n] for n in wanted]
+        modes = picked_modes
     started = time.monotonic()
     rows = measure(sessions, args.window, args.max_output, latencies, args.step_time, modes, args.progress,
                    GuidanceHook() if args.guidance_hook else None)
