@@ -493,7 +493,7 @@ def _fit(
     if state.total() > budget:
         _emergency_pass(state, state.total() - budget, step, estimator, applied)
     if state.total() > budget and config.overflow_fallback == "drop_oldest":
-        note = _note_maker(budget, estimator) if config.working_set else None
+        note = _note_maker(budget, estimator, config.plan_functions) if config.working_set else None
         dropped_ranges = _drop_oldest_pass(state, state.total() - budget, step, applied, log, note)
         if config.retention is not None:
             warnings.extend({"code": "history_dropped", "dropped": count, "start": start, "end": end}
@@ -665,13 +665,13 @@ def _rewrites_earlier_history(before: list[Message], after: list[Message]) -> bo
     return any(old is not new for old, new in zip(before[:newest], after[:newest]))
 
 
-def _note_maker(budget: int, estimator: Estimator) -> NoteMaker:
+def _note_maker(budget: int, estimator: Estimator, plan_functions: tuple[str, ...] = ()) -> NoteMaker:
     """``working_set``: the note of a dropped range, its section within the share of the summary
     budget a summary's working set may take."""
     share = section_budget(summary_budget(budget))
 
     def make(dropped: list[Message]) -> tuple[Message, int] | None:
-        note = dropped_note(dropped, None, share, estimator)
+        note = dropped_note(dropped, None, share, estimator, plan_functions)
         return None if note is None else (note, estimator.message(note))
 
     return make
