@@ -40,10 +40,12 @@ RETAINED_HEADING = "## Retained details"
 USER_HEADING = "## The user's words"
 # What the extractive summary keeps of a user message (its first characters).
 USER_TEXT_CHARS = 300
-# What the check keeps of a user message: whole up to USER_WORDS_CHARS, else head and tail.
+# What the check keeps of a user message: whole up to USER_WORDS_CHARS, else its head and tail,
+# as many characters as the first 300 the check kept before (a message that long is mostly a task
+# statement or pasted output; the recorded sessions' bill stays where it was).
 USER_WORDS_CHARS = 1000
-USER_HEAD_CHARS = 700
-USER_TAIL_CHARS = 300
+USER_HEAD_CHARS = 200
+USER_TAIL_CHARS = 100
 CUT = " […] "
 ERROR_LINE_CHARS = 300
 # The appendix takes at most this share (1/n) of the summary budget.
