@@ -23,6 +23,8 @@ Rules:
 * Newest first: the head's plans by their latest call, then the carried ones in their previous
   order. Each line is taken whole while it fits ``budget`` tokens, or left out (never cut); the
   working set's entries take what the plans leave of the section's share.
+* The calls of the named functions and their results are left out of the working set's trail
+  (``working_set.without_plan_calls``): the items' texts and statuses are no artifacts.
 * The same head and previous section give the same bytes.
 """
 

@@ -329,8 +329,42 @@ def sections(head: Sequence[Message], carried: Sequence[Entry], plans: Sequence[
     plan, spent = render_plans(current_plans(head, plans, plan_functions), budget, estimator) \
         if plan_functions else ("", 0)
     rest = budget - spent - 1 if plan else budget
-    section = render(collect(head, carried), summary, rest, estimator)
+    section = render(collect(without_plan_calls(head, plan_functions), carried), summary, rest, estimator)
     return "\n\n".join(part for part in (plan, section) if part)
+
+
+def without_plan_calls(head: Sequence[Message], plan_functions: Collection[str]) -> Sequence[Message]:
+    """``head`` without the calls of the plan functions and their results: the plan section
+    carries them, and their item texts and statuses are no artifacts of the work. ``head`` itself
+    when it holds none."""
+    if not plan_functions:
+        return head
+
+    def is_plan_block(block: dict[str, Any]) -> bool:
+        return block.get("type") == "function_call" and block.get("function_id") in plan_functions
+
+    calls = {block["id"] for message in head if message.get("role") in ("user", "assistant")
+             and isinstance(message.get("content"), list) for block in message["content"]
+             if is_plan_block(block)}
+    if not calls:
+        return head
+    kept: list[Message] = []
+    for message in head:
+        if message.get("role") == "function_result":
+            if message.get("function_call_id") not in calls:
+                kept.append(message)
+            continue
+        content = message.get("content")
+        if not isinstance(content, list):
+            kept.append(message)
+            continue
+        blocks = [block for block in content if not is_plan_block(block)
+                  and not (block.get("type") == "function_result" and block.get("function_call_id") in calls)]
+        if len(blocks) == len(content):
+            kept.append(message)
+        elif blocks:
+            kept.append({**message, "content": blocks})
+    return kept
 
 
 def working_set(head: Sequence[Message], previous: str | None, summary: str, budget: int,
