@@ -100,8 +100,8 @@ def test_exact_rows_on_a_small_generated_session(small: Session) -> None:
                 round(row.ledger.billed_automatic, 1), row.ledger.rewrites, row.in_call, row.off_turn)
 
     worker = "worker: recommended (inline)"
-    assert facts(rows[worker, 5.0]) == (52, 7, 35.0, 5.0, 0, 12, 45, 113855.3, 7, 7, 0)
-    assert facts(rows[worker, 120.0]) == (52, 7, 840.0, 120.0, 0, 12, 45, 113855.3, 7, 7, 0)
+    assert facts(rows[worker, 5.0]) == (52, 7, 35.0, 5.0, 0, 12, 45, 113861.3, 7, 7, 0)
+    assert facts(rows[worker, 120.0]) == (52, 7, 840.0, 120.0, 0, 12, 45, 113861.3, 7, 7, 0)
     assert facts(rows["Claude Code", 120.0]) == (52, 4, 480.0, 120.0, 0, 1, 45, 107235.3, 4, 4, 0)
     assert facts(rows["raw history", 120.0]) == (52, 0, 0.0, 0.0, 41, 0, 45, 19305.4, 0, 0, 0)
     # the session's own times between model calls: the same agent time in every mode
@@ -112,7 +112,7 @@ def test_the_kit_hook_in_the_turn_loop_is_sent_and_billed(small: Session) -> Non
     row = measure([small], 16_000, 2_000, [30.0], modes=[WORKER_MODES[0]], hook=GuidanceHook())[0]
     assert (len(row.clock.calls), row.clock.waited, row.clock.total_wait, row.ledger.overflows,
             row.ledger.recall_found, round(row.ledger.billed_automatic, 1), row.ledger.rewrites,
-            row.in_call) == (52, 7, 210.0, 0, 19, 125422.7, 21, 7)
+            row.in_call) == (52, 7, 210.0, 0, 19, 125427.7, 21, 7)
     assert [c.index for c in row.clock.calls if c.wait] == [21, 39, 52, 71, 86, 88, 112]
 
 

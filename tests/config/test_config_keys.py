@@ -27,6 +27,7 @@ from context_manager.core.keys import (
     BOOLEAN,
     FRACTION,
     FRACTION_OR_NULL,
+    NAME_LIST,
     POSITIVE_U64,
     POSITIVE_U64_OR_NULL,
     RETENTION_POLICY,
@@ -71,6 +72,7 @@ def test_the_committed_page_holds_the_generated_block():
 PYTHON_TYPES = {kind.decoder: python_type for kind, python_type in (
     (U64, int), (USIZE, int), (POSITIVE_U64, int), (BOOLEAN, bool), (STRING, str), (FRACTION, float),
     (FRACTION_OR_NULL, float | None), (POSITIVE_U64_OR_NULL, int | None),
+    (NAME_LIST, tuple[str, ...]),
     (RETENTION_POLICY, RetentionPolicy | None))}
 
 
@@ -152,7 +154,7 @@ def test_the_parser_accepts_and_checks_the_added_key(codec):
     assert str(err.value) == "json parse: invalid value: integer `-1`, expected usize"
     with pytest.raises(ConfigError) as err:
         codec.parse_value({"nope": 1})
-    assert str(err.value).endswith("`profile`, `max_history_tokens`, `summary_budget_tokens`")
+    assert str(err.value).endswith("`max_history_tokens`, `plan_functions`, `summary_budget_tokens`")
     assert "summary_budget_tokens" not in codec.string_keys
 
 

@@ -37,6 +37,13 @@ EXPECTED = """{
     "max_result_tokens": 20000,
     "min_free_tokens": 20000,
     "overflow_fallback": "error",
+    "plan_functions": [
+      "TodoWrite",
+      "update_plan",
+      "write_todos",
+      "task_tracker",
+      "todo_write"
+    ],
     "profile": "faithful",
     "protect_recent_tokens": 40000,
     "protected_user_turns": 2,

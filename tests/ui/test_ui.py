@@ -39,7 +39,8 @@ EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "anchor_messages", "summary_check", "summarizer_fallback", "working_set",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
                   "eager_compaction_at", "retention", "count_calibration", "lease_store",
-                  "session_store", "session_ttl_secs", "profile", "max_history_tokens"]
+                  "session_store", "session_ttl_secs", "profile", "max_history_tokens",
+                  "plan_functions"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -198,7 +199,8 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir", "lease_store", "session_store",
                      "session_ttl_secs"]),
         ("Overflow and counting", ["overflow_fallback", "estimator", "count_calibration", "user_less_compaction"]),
-        ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback", "working_set"]),
+        ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback", "working_set",
+                            "plan_functions"]),
         ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "summary_reuse",
                                    "summary_placement"]),
         ("Retention policy", ["retention"]),

@@ -77,6 +77,8 @@ SWITCHES = {
 # Fractions of the usable budget in (0, 1]; an empty field drops the key (eager_compaction_at: null).
 FRACTION_KEYS = ["reduce_to", "eager_compaction_at"]
 FRACTION_PLACEHOLDERS = {"reduce_to": "1", "eager_compaction_at": "off"}
+# Free-text fields: a path, and a list of names written comma-separated.
+TEXT_KEYS = ["lease_dir", "plan_functions"]
 # A policy touching every part: rules tried in order, a default, errors, prose, reasoning, media.
 POLICY: dict[str, Any] = {
     "verbatim_turns": 2,
@@ -314,11 +316,11 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("window.__families") == ["context-manager"]
     shown = controls(browser)
     assert set(shown) == set(WorkerConfig.key_names())
-    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, "lease_dir", "retention", "profile"}
+    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, *TEXT_KEYS, "retention", "profile"}
     assert shown["profile"] == "faithful"
     # Empty: the default applies (for the policy: none).
-    assert {k: shown[k] for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]} == {
-        k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]}
+    assert {k: shown[k] for k in [*NUMBER_KEYS, *FRACTION_KEYS, *TEXT_KEYS, "retention"]} == {
+        k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, *TEXT_KEYS, "retention"]}
     placeholders = browser.js("""Object.fromEntries([...document.querySelectorAll('input[type=number]')]
         .map((input) => [input.closest('[data-field]').dataset.field, input.placeholder]))""")
     assert placeholders == {**{k: str(getattr(DEFAULT_CONFIG, k)) for k in NUMBER_KEYS},
@@ -419,6 +421,17 @@ def test_each_switch_proposes_both_of_its_values(browser: Browser, key: str) -> 
     assert parse_config_value(second) == DEFAULT_CONFIG
 
 
+def test_the_plan_functions_are_proposed_as_a_list(browser: Browser) -> None:
+    show(browser, {"tail_turns": 5})
+    type_into(browser, "plan_functions", "[]")
+    assert last_proposal(browser) == {"tail_turns": 5, "plan_functions": []}
+    assert parse_config_value(last_proposal(browser)).plan_functions == ()
+    type_into(browser, "plan_functions", "")
+    assert last_proposal(browser) == {"tail_turns": 5}
+    show(browser, {"plan_functions": ["update_plan"]})
+    assert controls(browser)["plan_functions"] == "update_plan"
+
+
 def test_the_lease_directory_is_proposed_as_typed(browser: Browser) -> None:
     show(browser, {"tail_turns": 5})
     type_into(browser, "lease_dir", "~/leases")
@@ -476,6 +489,7 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
     for key in SWITCHES:
         click(browser, key)
     type_into(browser, "lease_dir", "leases")
+    type_into(browser, "plan_functions", "TodoWrite, my_plan ,, TodoWrite")
     type_into(browser, "retention", json.dumps(POLICY))
     choose(browser, "profile", "recommended")
     proposal = last_proposal(browser)
@@ -485,8 +499,9 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
         **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
         **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
         reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY),
-        profile="recommended")
+        plan_functions=("TodoWrite", "my_plan"), profile="recommended")
     assert proposal["retention"] == POLICY
+    assert proposal["plan_functions"] == ["TodoWrite", "my_plan"]
     assert set(proposal) == set(WorkerConfig.key_names())
     assert rule_lines(browser) == POLICY_RULE_LINES
     browser.screenshot(ARTIFACTS / "console-form-edited.png")

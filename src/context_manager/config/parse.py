@@ -95,6 +95,21 @@ def _positive_or_null(value: Any) -> int | None:
     return _null_or(_positive, value, "a positive integer", "u64")
 
 
+def _name_list(value: Any) -> tuple[str, ...]:
+    """A JSON array of distinct, non-empty strings, kept as a tuple in the record's order."""
+    if type(value) is not list:
+        raise t.invalid_type(value, "a sequence of names")
+    names: list[str] = []
+    for item in value:
+        name = t.string(item)
+        if not name:
+            raise DecodeError("invalid value: an empty name, expected a non-empty string")
+        if name in names:
+            raise DecodeError(f"invalid value: the name `{name}` is listed twice, expected distinct names")
+        names.append(name)
+    return tuple(names)
+
+
 # The decoders a key declaration names (core/keys.py, ``KeyType.decoder``).
 DECODERS: dict[str, Callable[[Any], Any]] = {
     "u64": t.u64,
@@ -106,6 +121,7 @@ DECODERS: dict[str, Callable[[Any], Any]] = {
     "fraction": _fraction,
     "fraction_or_null": _fraction_or_null,
     "retention": parse_retention,
+    "name_list": _name_list,
 }
 
 

@@ -43,6 +43,8 @@ STRING = KeyType("string", {"type": "string"})
 # A share of ``usable`` in (0, 1]; the second also takes null (the option is off).
 FRACTION = KeyType("fraction", {"exclusiveMinimum": 0, "maximum": 1, "type": "number"})
 FRACTION_OR_NULL = KeyType("fraction_or_null", {"exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]})
+# A list of distinct, non-empty names (a JSON array of strings; [] is the empty list).
+NAME_LIST = KeyType("name_list", {"items": {"minLength": 1, "type": "string"}, "type": "array", "uniqueItems": True})
 RETENTION_POLICY = KeyType("retention", {"anyOf": [{"$ref": "#/definitions/RetentionPolicy"}, {"type": "null"}]})
 
 

@@ -15,6 +15,7 @@ from context_manager.core.keys import (
     BOOLEAN,
     FRACTION,
     FRACTION_OR_NULL,
+    NAME_LIST,
     POSITIVE_U64,
     POSITIVE_U64_OR_NULL,
     RETENTION_POLICY,
@@ -39,6 +40,8 @@ CountCalibration = Literal["off", "usage"]
 LeaseStoreName = Literal["file", "state"]
 SessionStoreName = Literal["memory", "state"]
 ProfileName = Literal["faithful", "recommended"]
+# The plan and todo functions of common agent harnesses (docs/working-set.md, "The plan").
+PLAN_FUNCTIONS: tuple[str, ...] = ("TodoWrite", "update_plan", "write_todos", "task_tracker", "todo_write")
 
 
 # The first 13 keys are the 1.1.6 record. The documented additions after them keep the original's
@@ -406,9 +409,27 @@ class WorkerConfig:
         ),
     )
 
+    plan_functions: tuple[str, ...] = declare(
+        PLAN_FUNCTIONS, NAME_LIST, section=Section.ADDITIONS,
+        description=(
+            "With working_set, the functions whose latest call is the agent's plan: the latest call "
+            "of each (its arguments as the model sent them) is carried whole in every summary and "
+            "dropped-history note, newest first, within the working set's share of the summary "
+            "budget. [] carries no plan."
+        ),
+        example=(
+            "With working_set: true, the functions whose latest call is the agent's plan (a todo or plan\n"
+            "tool). The latest call of each, its arguments as the model sent them, is carried whole in every\n"
+            "summary and dropped-history note, newest first, within the working set's share of the summary\n"
+            "budget; [] carries no plan. The default names the plan tools of Claude Code, Codex, LangChain\n"
+            "Deep Agents, OpenHands and Qwen Code."
+        ),
+    )
+
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["plan_functions"] = list(self.plan_functions)
         out["retention"] = self.retention.to_json() if self.retention is not None else None
         return out
 

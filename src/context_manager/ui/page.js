@@ -260,6 +260,13 @@ const KEYS = {
     min: 1,
     help: 'A ceiling for the history below the model\'s window: every reduction aims for min(usable, max_history_tokens), and the answer\'s usable is that budget; null lets the window decide.',
   },
+  plan_functions: {
+    key: 'plan_functions',
+    kind: 'list',
+    fallback: ["TodoWrite", "update_plan", "write_todos", "task_tracker", "todo_write"],
+    placeholder: 'TodoWrite, update_plan, write_todos, task_tracker, todo_write',
+    help: 'With working_set, the functions whose latest call is the agent\'s plan: the latest call of each (its arguments as the model sent them) is carried whole in every summary and dropped-history note, newest first, within the working set\'s share of the summary budget. [] carries no plan.',
+  },
 }
 
 // The parts of a retention policy and the schema's description of each.
@@ -538,7 +545,7 @@ const CACHE_SWITCHES = [
 const LAID_OUT = new Set([
   'profile', 'allow_fallback_limits', 'lease_dir', 'retention',
   ...[BUDGET_NUMBERS, PRUNING_NUMBERS, RUNTIME_NUMBERS, SHARING_SWITCHES, SHARING_NUMBERS, EXTENSION_SWITCHES,
-    RETENTION_NUMBERS, RETENTION_SWITCHES, CACHE_FRACTIONS, CACHE_SWITCHES].flat().map((f) => f.key),
+    RETENTION_NUMBERS, RETENTION_SWITCHES, [KEYS.plan_functions], CACHE_FRACTIONS, CACHE_SWITCHES].flat().map((f) => f.key),
 ])
 const OTHER_KEYS = Object.values(KEYS).filter((k) => !LAID_OUT.has(k.key) && k.kind !== 'policy')
 
@@ -615,6 +622,15 @@ export function ContextManagerConfigForm(props) {
       if (!Number.isFinite(n) || n <= 0 || n > 1) return
       next[key] = n
     }
+    propose(next)
+  }
+
+  // A list of names, written comma-separated; an empty field leaves the default, `[]` is the empty list.
+  const editList = (key, raw) => {
+    const next = { ...value }
+    if (raw.trim() === '') delete next[key]
+    else if (raw.trim() === '[]') next[key] = []
+    else next[key] = [...new Set(raw.split(',').map((name) => name.trim()).filter((name) => name !== ''))]
     propose(next)
   }
 
@@ -733,6 +749,32 @@ export function ContextManagerConfigForm(props) {
     )
   }
 
+  const listRow = (field) => {
+    const id = `${ID_PREFIX}-${field.key}`
+    const errorId = errorIdFor(field.key)
+    const current = value[field.key]
+    return row(
+      field.key,
+      field.label,
+      field.help,
+      field.placeholder,
+      h(Input, {
+        id,
+        className: 'ctx-cfg-control ctx-cfg-path',
+        type: 'text',
+        value: Array.isArray(current) ? (current.length ? current.join(', ') : '[]') : '',
+        placeholder: field.placeholder,
+        spellCheck: false,
+        autoComplete: 'off',
+        'aria-label': field.label,
+        'aria-invalid': errorId ? true : undefined,
+        'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
+        onChange: (raw) => editList(field.key, raw),
+      }),
+      id,
+    )
+  }
+
   // One of an enumerated key's names; choosing one writes it.
   const choiceRow = (field) => {
     const id = `${ID_PREFIX}-${field.key}`
@@ -767,6 +809,7 @@ export function ContextManagerConfigForm(props) {
     if (k.kind === 'fraction') return fractionRow(k.fallback === null ? { ...f, fallbackText: 'off' } : f)
     if (k.kind === 'choice') return choiceRow(f)
     if (k.kind === 'text') return textRow(f, String(k.fallback))
+    if (k.kind === 'list') return listRow(f)
     return switchField({ ...f, fallbackText: k.fallback ? 'on' : 'off', isOn: (v) => (v ?? k.fallback) === true,
       valueFor: (on) => on })
   }
@@ -905,6 +948,7 @@ export function ContextManagerConfigForm(props) {
       'Keep the task in view across compactions. The defaults change nothing.',
       ...RETENTION_NUMBERS.map(numberRow),
       ...RETENTION_SWITCHES.map(switchField),
+      listRow(keyField('plan_functions', 'Plan functions (with the working set)')),
     ),
     settingsSection(
       'Cache-aware reduction',

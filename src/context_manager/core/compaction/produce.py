@@ -3,7 +3,8 @@
 The summariser's reply (``summarize.summarize_head``); with ``summarizer_fallback: extractive`` an
 extractive summary instead when there is no summariser or it fails, times out or answers blank;
 then, with ``summary_check: append``, the retention check; then, with ``working_set: true``, the
-``## Working set`` section (``working_set``): the summariser and the check see the previous summary
+``## Working set`` section (``working_set``), after the ``## Current plan`` of ``plan_functions``
+(``plan``): the summariser and the check see the previous summary
 without it, and the extractive summary leaves the section the tokens it takes (up to its share)
 of the summary budget, measured against the extractive summary made with the whole budget. With
 these options at their defaults this is exactly ``summarize_head``.
@@ -78,7 +79,8 @@ async def produce_summary(
         text = extractive_summary(head, previous_summary, budget, estimator)
         if config.working_set:
             # The section takes what it needs of its share; the extractive summary the rest.
-            section = working_set(head, carried, text, section_budget(budget), estimator)
+            section = working_set(head, carried, text, section_budget(budget), estimator,
+                                  config.plan_functions)
             if section:
                 text = extractive_summary(head, previous_summary,
                                           budget - estimator.text(section), estimator)
@@ -88,5 +90,6 @@ async def produce_summary(
         text, retained = check_summary(
             text, head, previous_summary, budget, estimator)
     if config.working_set:
-        text = with_working_set(text, head, carried, section_budget(budget), estimator)
+        text = with_working_set(text, head, carried, section_budget(budget), estimator,
+                                config.plan_functions)
     return ProducedSummary(text, kind if extractive_on else None, retained)

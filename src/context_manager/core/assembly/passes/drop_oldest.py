@@ -15,13 +15,13 @@ from context_manager.ports import Estimator
 from context_manager.wire.messages import Message
 
 
-def note_maker(budget: int, estimator: Estimator) -> NoteMaker:
+def note_maker(budget: int, estimator: Estimator, plan_functions: tuple[str, ...] = ()) -> NoteMaker:
     """``working_set``: the note of a dropped range, its section within the share of the summary
     budget a summary's working set may take."""
     share = section_budget(summary_budget(budget))
 
     def make(dropped: list[Message]) -> tuple[Message, int] | None:
-        note = dropped_note(dropped, None, share, estimator)
+        note = dropped_note(dropped, None, share, estimator, plan_functions)
         return None if note is None else (note, estimator.message(note))
 
     return make
@@ -35,7 +35,7 @@ class DropOldest:
         limit, config = call.budget.limit, call.config
         if state.total() <= limit:
             return None
-        note = note_maker(limit, call.estimator) if config.working_set else None
+        note = note_maker(limit, call.estimator, config.plan_functions) if config.working_set else None
         dropped = drop_oldest(state.view, state.sizes, state.view_to_orig, state.total() - limit,
                               step_tokens(limit, config.reduce_to), note)
         if not dropped.dropped_messages:
