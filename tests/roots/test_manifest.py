@@ -37,6 +37,7 @@ EXPECTED = """{
     "max_result_tokens": 20000,
     "min_free_tokens": 20000,
     "overflow_fallback": "error",
+    "policy_write_token": null,
     "profile": "faithful",
     "protect_recent_tokens": 40000,
     "protected_user_turns": 2,

@@ -256,6 +256,12 @@ const KEYS = {
     min: 1,
     help: 'A ceiling for the history below the model\'s window: every reduction aims for min(usable, max_history_tokens), and the answer\'s usable is that budget; null lets the window decide.',
   },
+  policy_write_token: {
+    key: 'policy_write_token',
+    kind: 'text',
+    fallback: null,
+    help: 'When set, context::policy::publish, context::policy::activate and context::policy::withdraw require a token equal to it (compared in constant time); null lets any caller on the engine change policies. Never shown in answers or logs.',
+  },
 }
 
 // The parts of a retention policy and the schema's description of each.
