@@ -6,7 +6,8 @@ Every call reads the store's index once (one ``state::get`` with the state store
 activated or withdrawn in any process is in force for the next call in every process. What is
 resolved from an index is cached by namespace and model, so a warm call costs that read and a
 lookup. When the index cannot be read the last one this process read is used (none: the worker's
-configuration), so a failing store never fails a context call.
+configuration); only a call that needs a version this process has not read yet fails with the
+store (versions never change, so each is read once).
 """
 
 from __future__ import annotations
