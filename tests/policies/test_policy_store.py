@@ -211,3 +211,18 @@ def test_without_a_store_the_policy_functions_answer_an_error() -> None:
     with pytest.raises(CallError) as caught:
         asyncio.run(call_async("context::policy::resolve", {}, ctx))
     assert caught.value.message == "handler error: context/policy_store: this process has no policy store"
+
+
+def test_a_process_that_has_not_read_a_version_fails_the_call_until_the_store_answers() -> None:
+    from tests.policies.test_policy_resolution import request
+
+    state, bus = _published_twice()
+    fresh = RoomBus(state_room(state))
+    assert fresh("context::policy::resolve", {})["sources"]["budget"] == {"kind": "worker_config"}  # index read
+    bus("context::policy::publish", {"surface": "budget", "document": budget(0.3)})  # org-global, version 1
+    state.fail_at = len(state.calls) + 2  # the index reads, the version does not
+    answer = fresh("context::assemble", request())
+    assert isinstance(answer, Refused) and answer.message.startswith(
+        "handler error: context/policy_store: policy store failed: state::get: ")
+    state.fail_at = None
+    assert fresh("context::assemble", request())["applied"]["policy"]["sources"]["budget"]["id"] == "budget::1"
