@@ -226,3 +226,27 @@ def test_a_process_that_has_not_read_a_version_fails_the_call_until_the_store_an
         "handler error: context/policy_store: policy store failed: state::get: ")
     state.fail_at = None
     assert fresh("context::assemble", request())["applied"]["policy"]["sources"]["budget"]["id"] == "budget::1"
+
+
+def test_after_a_timed_out_index_read_the_index_is_not_asked_for_again_for_a_second() -> None:
+    from context_manager.adapters.policy_codec import ConfigPolicyCodec
+    from context_manager.adapters.state_policy_store import StatePolicyStore
+    from context_manager.core.policies.room import PolicyRoom
+
+    state = EngineState()
+    now = [100.0]
+    store = StatePolicyStore(state, logging.getLogger("tests.policies"), timeout_ms=50, monotonic=lambda: now[0])
+    bus = RoomBus(PolicyRoom(store, ConfigPolicyCodec()))
+    bus("context::policy::publish", {"surface": "budget", "document": budget(0.2)})
+    assert _in_force(bus) == "budget::1"
+    reads = len(state.calls)
+
+    async def stalled(function_id: str, payload: dict[str, Any], timeout_ms: int) -> Any:
+        await asyncio.sleep(1)
+
+    store._calls._invoke = stalled  # the next read times out (50 ms)
+    assert _in_force(bus) == "budget::1"  # served with the last index read
+    store._calls._invoke = state
+    assert _in_force(bus) == "budget::1" and len(state.calls) == reads  # within the second: not asked
+    now[0] += 1.5
+    assert _in_force(bus) == "budget::1" and len(state.calls) == reads + 1

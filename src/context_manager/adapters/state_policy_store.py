@@ -13,12 +13,16 @@ Under scope ``context_policy``:
 Each version is ``{version, created_at, document}`` under scope ``context_policy|<scope key>``
 and its number as the key, written before it is activated: a publish that fails at any step
 leaves the previous active version in force. Any failure raises ``PolicyStoreError``; the first
-is logged once as a warning until a call succeeds again.
+is logged once as a warning until a call succeeds again. After a read of the index timed out, it
+is not asked for again for ``RETRY_AFTER_S`` (the caller keeps the last index it read), so a
+state store that hangs delays one context call per second, not every one.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from context_manager.adapters.state_calls import TIMEOUT_MS, BadStateReply, StateCalls, StateUnavailable
@@ -27,6 +31,7 @@ from context_manager.ports import EMPTY_POLICY_INDEX, Invoke, PolicyIndex, Polic
 SCOPE = "context_policy"
 INDEX = "index"
 COUNTERS = "counters"
+RETRY_AFTER_S = 1.0
 
 
 def versions_scope(scope: str) -> str:
@@ -52,7 +57,10 @@ def _check_update(reply: Any) -> None:
 class StatePolicyStore:
     """Implements the ``PolicyStore`` port over ``state::*``."""
 
-    def __init__(self, invoke: Invoke, log: logging.Logger, timeout_ms: int = TIMEOUT_MS) -> None:
+    def __init__(self, invoke: Invoke, log: logging.Logger, timeout_ms: int = TIMEOUT_MS,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._index_failed_at: float | None = None  # when a read of the index last timed out
         self._calls = StateCalls(
             invoke, log,
             "state store unusable for policies; the last policies read stay in force and none can be changed",
@@ -65,7 +73,15 @@ class StatePolicyStore:
             raise PolicyStoreError(str(exc)) from None
 
     async def index(self) -> PolicyIndex:
-        value = await self._call("state::get", {"scope": SCOPE, "key": INDEX})
+        if self._index_failed_at is not None and self._monotonic() - self._index_failed_at < RETRY_AFTER_S:
+            raise PolicyStoreError("state::get: the policy index timed out less than a second ago")
+        try:
+            value = await self._call("state::get", {"scope": SCOPE, "key": INDEX})
+        except PolicyStoreError as exc:
+            if "timed out" in str(exc):
+                self._index_failed_at = self._monotonic()
+            raise
+        self._index_failed_at = None
         if value is None:
             return EMPTY_POLICY_INDEX
         if type(value) is not dict or type(value.get("stamp")) is not int:
