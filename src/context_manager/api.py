@@ -13,6 +13,7 @@ import orjson
 
 from context_manager.adapters.callable_summarizer import AsyncSummarizer, SyncSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
+from context_manager.adapters.stores import build_policies
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.counting.calibration import SHARED_LEDGER
 from context_manager.core.memo import SHARED_MEMO
@@ -27,6 +28,8 @@ log = logging.getLogger("context_manager")
 # Every library call of this process shares one bounded store of remembered compactions, one
 # ledger of what it sent (``count_calibration: usage``) and, for the command line, one memo.
 LIBRARY_SESSIONS = MemorySessionStore()
+# ... and one memory store of published policies (``context::policy::*``).
+LIBRARY_POLICIES = build_policies(DEFAULT_CONFIG, None)  # type: ignore[arg-type]  # memory: no engine
 
 
 class UnknownFunction(Error, LookupError):
@@ -48,7 +51,8 @@ Summarizer = SyncSummarizer | AsyncSummarizer
 
 def build_context(config: WorkerConfig, summarizer: Summarizer | None) -> HandlerContext:
     ctx = HandlerContext(config=config, tokenizers=PACKAGED_TOKENIZERS, payload_from_json=True,
-                         session_store=LIBRARY_SESSIONS, memo=SHARED_MEMO, sent_ledger=SHARED_LEDGER)
+                         session_store=LIBRARY_SESSIONS, memo=SHARED_MEMO, sent_ledger=SHARED_LEDGER,
+                         policies=LIBRARY_POLICIES)
     if summarizer is not None:
         from context_manager.adapters.callable_summarizer import CallableSummarizer
 

@@ -290,6 +290,55 @@ class SessionStore(Protocol):
     async def put(self, key: str, record: RememberedCompaction) -> None: ...
 
 
+# --- published policies --------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class PolicyRecord:
+    """One published version of one scope (a surface, a namespace or none, a model tag or none):
+    its number, when it was published (ISO 8601, UTC) and its validated JSON document."""
+
+    version: int
+    created_at: str
+    document: Any
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyIndex:
+    """The active version of every scope that has one, and a stamp that changes with every
+    activation or withdrawal, so a process can tell in one read whether what it resolved is
+    still in force."""
+
+    stamp: int
+    active: dict[str, int]
+
+
+EMPTY_POLICY_INDEX = PolicyIndex(0, {})
+
+
+class PolicyStoreError(Error):
+    """The policy store failed (no state worker, a timeout, an unusable reply); nothing the call
+    meant to change is in force."""
+
+
+class PolicyStore(Protocol):
+    """Versions by scope key and the active one of each. ``allocate`` hands out strictly
+    increasing numbers per scope even to concurrent callers; ``activate`` changes a scope's
+    active version (``None``: withdrawn) and the stamp in one atomic step. Every failure raises
+    :class:`PolicyStoreError`."""
+
+    async def index(self) -> PolicyIndex: ...
+
+    async def allocate(self, scope: str) -> int: ...
+
+    async def put(self, scope: str, record: PolicyRecord) -> None: ...
+
+    async def get(self, scope: str, version: int) -> PolicyRecord | None: ...
+
+    async def versions(self, scope: str) -> list[PolicyRecord]: ...
+
+    async def activate(self, scope: str, version: int | None) -> None: ...
+
+
 # --- telemetry ---------------------------------------------------------------------------------
 
 # A span attribute or metric value: what OpenTelemetry accepts, never message content.

@@ -32,6 +32,7 @@ from context_manager.core.keys import (
     POSITIVE_U64_OR_NULL,
     RETENTION_POLICY,
     STRING,
+    STRING_OR_NULL,
     U64,
     USIZE,
     Implied,
@@ -71,7 +72,7 @@ def test_the_committed_page_holds_the_generated_block():
 
 PYTHON_TYPES = {kind.decoder: python_type for kind, python_type in (
     (U64, int), (USIZE, int), (POSITIVE_U64, int), (BOOLEAN, bool), (STRING, str), (FRACTION, float),
-    (FRACTION_OR_NULL, float | None), (POSITIVE_U64_OR_NULL, int | None),
+    (FRACTION_OR_NULL, float | None), (POSITIVE_U64_OR_NULL, int | None), (STRING_OR_NULL, str | None),
     (NAME_LIST, tuple[str, ...]),
     (RETENTION_POLICY, RetentionPolicy | None))}
 
@@ -154,7 +155,7 @@ def test_the_parser_accepts_and_checks_the_added_key(codec):
     assert str(err.value) == "json parse: invalid value: integer `-1`, expected usize"
     with pytest.raises(ConfigError) as err:
         codec.parse_value({"nope": 1})
-    assert str(err.value).endswith("`max_history_tokens`, `plan_functions`, `summary_budget_tokens`")
+    assert str(err.value).endswith("`profile`, `max_history_tokens`, `plan_functions`, `policy_write_token`, `summary_budget_tokens`")
     assert "summary_budget_tokens" not in codec.string_keys
 
 
@@ -229,7 +230,7 @@ def test_the_form_shows_the_added_key_under_other_settings(codec, tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     default, recommended, edited = json.loads(done.stdout)["results"]
-    assert default["sections"][-1] == {"title": "Other settings", "fields": ["summary_budget_tokens"]}
+    assert default["sections"][-1] == {"title": "Other settings", "fields": ["policy_write_token", "summary_budget_tokens"]}
     shown = default["controls"]["summary_budget_tokens"]
     assert (shown["type"], shown["inputType"], shown["placeholder"], shown["min"], shown["meta"]) == (
         "Input", "number", "4096", 0, "Default: 4,096")

@@ -44,6 +44,7 @@ EXPECTED = """{
       "task_tracker",
       "todo_write"
     ],
+    "policy_write_token": null,
     "profile": "faithful",
     "protect_recent_tokens": 40000,
     "protected_user_turns": 2,

@@ -78,7 +78,7 @@ SWITCHES = {
 FRACTION_KEYS = ["reduce_to", "eager_compaction_at"]
 FRACTION_PLACEHOLDERS = {"reduce_to": "1", "eager_compaction_at": "off"}
 # Free-text fields: a path, and a list of names written comma-separated.
-TEXT_KEYS = ["lease_dir", "plan_functions"]
+TEXT_KEYS = ["lease_dir", "plan_functions", "policy_write_token"]
 # A policy touching every part: rules tried in order, a default, errors, prose, reasoning, media.
 POLICY: dict[str, Any] = {
     "verbatim_turns": 2,
@@ -332,7 +332,7 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("getComputedStyle(document.querySelector('.ctx-cfg-rules')).listStyleType") == "none"
     sections = browser.js("[...document.querySelectorAll('section h2')].map((h) => h.textContent)")
     assert sections == ["Profile", "Budget defaults", "Pruning and compaction", "Runtime", "Overflow and counting",
-                        "Task retention", "Cache-aware reduction", "Retention policy"]
+                        "Task retention", "Cache-aware reduction", "Retention policy", "Other settings"]
     browser.screenshot(ARTIFACTS / "console-form-default.png")
 
 
@@ -490,6 +490,7 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
         click(browser, key)
     type_into(browser, "lease_dir", "leases")
     type_into(browser, "plan_functions", "TodoWrite, my_plan ,, TodoWrite")
+    type_into(browser, "policy_write_token", "s3cret")
     type_into(browser, "retention", json.dumps(POLICY))
     choose(browser, "profile", "recommended")
     proposal = last_proposal(browser)
@@ -499,7 +500,7 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
         **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
         **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
         reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY),
-        plan_functions=("TodoWrite", "my_plan"), profile="recommended")
+        plan_functions=("TodoWrite", "my_plan"), policy_write_token="s3cret", profile="recommended")
     assert proposal["retention"] == POLICY
     assert proposal["plan_functions"] == ["TodoWrite", "my_plan"]
     assert set(proposal) == set(WorkerConfig.key_names())

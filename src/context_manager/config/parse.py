@@ -110,12 +110,18 @@ def _name_list(value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _string_or_null(value: Any) -> str | None:
+    """``null`` (the option is off) or a string."""
+    return None if value is None else t.string(value)
+
+
 # The decoders a key declaration names (core/keys.py, ``KeyType.decoder``).
 DECODERS: dict[str, Callable[[Any], Any]] = {
     "u64": t.u64,
     "usize": t.usize,
     "boolean": t.boolean,
     "string": t.string,
+    "string_or_null": _string_or_null,
     "positive": _positive,
     "positive_or_null": _positive_or_null,
     "fraction": _fraction,

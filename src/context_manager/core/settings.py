@@ -20,6 +20,7 @@ from context_manager.core.keys import (
     POSITIVE_U64_OR_NULL,
     RETENTION_POLICY,
     STRING,
+    STRING_OR_NULL,
     U64,
     USIZE,
     Implied,
@@ -426,6 +427,19 @@ class WorkerConfig:
         ),
     )
 
+    policy_write_token: str | None = declare(
+        None, STRING_OR_NULL, section=Section.PROCESSES,
+        description=(
+            "When set, context::policy::publish, context::policy::activate and "
+            "context::policy::withdraw require a token equal to it (compared in constant time); "
+            "null lets any caller on the engine change policies. Never shown in answers or logs."
+        ),
+        example=(
+            "When set, context::policy::publish, activate and withdraw require `token` equal to this\n"
+            "(compared in constant time); a wrong or missing one is refused with context/unauthorized and\n"
+            "nothing changes. null: any worker on the engine may change policies (docs/policies.md)."
+        ),
+    )
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

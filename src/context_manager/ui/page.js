@@ -267,6 +267,12 @@ const KEYS = {
     placeholder: 'TodoWrite, update_plan, write_todos, task_tracker, todo_write',
     help: 'With working_set, the functions whose latest call is the agent\'s plan: the latest call of each (its arguments as the model sent them) is carried whole in every summary and dropped-history note, newest first, within the working set\'s share of the summary budget. [] carries no plan.',
   },
+  policy_write_token: {
+    key: 'policy_write_token',
+    kind: 'text',
+    fallback: null,
+    help: 'When set, context::policy::publish, context::policy::activate and context::policy::withdraw require a token equal to it (compared in constant time); null lets any caller on the engine change policies. Never shown in answers or logs.',
+  },
 }
 
 // The parts of a retention policy and the schema's description of each.
