@@ -47,14 +47,18 @@ ADDED_PRUNE_EXPLAIN = "/request_schema/definitions/PruneOptions/properties/expla
 ADDED_PRUNE_ACTIONS = "/response_schema/properties/actions"
 ADDED_CALIBRATION = "/response_schema/definitions/AssembleBreakdown/properties/calibration"
 ADDED_COUNT_CALIBRATION = "/response_schema/properties/calibration"
+ADDED_CEILING_OPTION = "/request_schema/definitions/AssembleOptions/properties/max_history_tokens"
+ADDED_WINDOW_USABLE = "/response_schema/definitions/AssembleBreakdown/properties/window_usable"
+ADDED_COUNT_OPTIONS = "/request_schema/properties/options"
+ADDED_COUNT_OPTIONS_DEFINITION = "/request_schema/definitions/CountTokensOptions"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
                       ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_NOTE_TOKENS,
                       ADDED_WARNING_DEFINITION,
                       *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION,
-                      ADDED_CALIBRATION, ADDED_PREVIEW_OPTION]
+                      ADDED_CALIBRATION, ADDED_PREVIEW_OPTION, ADDED_CEILING_OPTION, ADDED_WINDOW_USABLE]
 COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
 PRUNE_ADDITIONS = [ADDED_PRUNE_EXPLAIN, ADDED_PRUNE_ACTIONS, ADDED_ACTION]
-COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION]
+COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION, ADDED_COUNT_OPTIONS, ADDED_COUNT_OPTIONS_DEFINITION]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 
 

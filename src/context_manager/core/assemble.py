@@ -80,6 +80,12 @@ from context_manager.core.counting.calibration import (
     choose_calibration,
 )
 from context_manager.core.counting.estimate import by_role, estimator_for_call, message_sizes, tools_tokens
+from context_manager.core.counting.history_ceiling import (
+    ceiling_for,
+    history_budget,
+    summarizer_window_budget,
+    window_report,
+)
 from context_manager.core.explain import Explanation
 from context_manager.core.passes.cap import cap_results
 from context_manager.core.passes.drop_oldest import NoteMaker, drop_oldest
@@ -116,6 +122,8 @@ class AssembleOptions:
     explain: bool = False
     # Answer as with ``allow_compaction: false`` and change nothing else (``core.preview``).
     preview_only: bool = False
+    # A ceiling below the window (``core.counting.history_ceiling``); None: the configuration's.
+    max_history_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +266,9 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         else default_reserved(resolved.context_window, config)
     )
     usable = usable_budget(resolved, reserved, options.thinking_level)
+    # The history ceiling: every reduction below aims for min(usable, ceiling).
+    ceiling = ceiling_for(options.max_history_tokens, config.max_history_tokens)
+    window_usable, usable = usable, history_budget(usable, ceiling)
     estimator = estimator_for_call(request.model.id, config, deps.tokenizers, request.model.provider)
 
     anchor_requested = (
@@ -312,10 +323,12 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         _prune_pass(state, options, config, estimator, applied, reuse, calibration)
     if _compaction_due(state.total(), budget, config) and options.allow_compaction is not False:
         # The summariser's budget is never below the uncalibrated one.
-        outcome = await compaction_step(
-            _compaction_request(state, request, budget, estimator, config,
-                                max(budget, usable) if guarded else None), deps
-        )
+        compaction = _compaction_request(state, request, budget, estimator, config,
+                                         max(budget, usable) if guarded else None)
+        if ceiling is not None:  # the summariser's requests keep the window's budget
+            compaction = replace(compaction, chunk_budget=summarizer_window_budget(
+                window_usable, calibration, state.overhead_tokens, guarded))
+        outcome = await compaction_step(compaction, deps)
         if outcome is not None:
             _apply_compaction(state, outcome, request.system_prompt, estimator, applied,
                               config.summary_placement)
@@ -363,7 +376,8 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         "effective_max_output_tokens": resolved.max_output_tokens,
         "model_resolved": resolved.provenance,
         "applied": applied,
-        "breakdown": _breakdown(state, request.parts, estimator, calibration, routed is not None),
+        "breakdown": window_report(_breakdown(state, request.parts, estimator, calibration, routed is not None),
+                                   ceiling, window_usable),
     }
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from context_manager.core.compaction.prompts import carries_summary
+from context_manager.core.counting import history_ceiling
 from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.estimate import (
     HEURISTIC,
@@ -30,6 +31,7 @@ _REQUEST = {
     "system_prompt": t.FieldSpec(t.string),
     "tools": t.FieldSpec(t.decode_tools),
     "parts": t.FieldSpec(t.string_map),
+    "options": t.FieldSpec(history_ceiling.decode_options, default=history_ceiling.NO_OPTIONS),
 }
 
 
@@ -176,7 +178,10 @@ def _calibration(measured: _Measured, ctx: HandlerContext) -> Calibration | None
     summarized = measured.total() if carries_summary(request["system_prompt"], messages) else None
     return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall,
                               exact=est.kind == "tokenizer",
-                              unrecorded_limit=limits.context_window if limits is not None else None,
+                              unrecorded_limit=history_ceiling.unrecorded_limit(
+                                  limits.context_window if limits is not None else None,
+                                  history_ceiling.ceiling_for(request["options"].max_history_tokens,
+                                                              ctx.config.max_history_tokens)),
                               summarized_limit=summarized)
 
 

@@ -46,12 +46,16 @@ DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/explain"),
     ("context::assemble", "/response_schema/definitions/AssembleBreakdown/properties/calibration"),
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/preview_only"),
+    ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/max_history_tokens"),
+    ("context::assemble", "/response_schema/definitions/AssembleBreakdown/properties/window_usable"),
     ("context::compact", "/response_schema/oneOf/0/properties/retained_items"),
     ("context::compact", "/response_schema/oneOf/0/properties/summary_kind"),
     ("context::prune", "/request_schema/definitions/PruneOptions/properties/explain"),
     ("context::prune", "/response_schema/properties/actions"),
     ("context::prune", "/response_schema/definitions/Action"),
     ("context::count-tokens", "/response_schema/properties/calibration"),
+    ("context::count-tokens", "/request_schema/properties/options"),
+    ("context::count-tokens", "/request_schema/definitions/CountTokensOptions"),
 )
 
 _DATA_FILE = "functions.json"

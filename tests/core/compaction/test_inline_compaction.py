@@ -73,6 +73,7 @@ class _Request:
     config: WorkerConfig = DEFAULT_CONFIG
     early_headroom: int | None = None
     summarizer_budget: int | None = None  # CompactionRequest's: None gives the summariser ``usable``
+    chunk_budget: int | None = None
 
 
 @dataclass

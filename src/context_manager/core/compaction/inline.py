@@ -51,6 +51,9 @@ class CompactionRequest:
     * ``summarizer_budget``: the summariser's input budget when it differs from ``usable`` (a
       usage calibration never gives the summariser less than the uncalibrated budget); ``None``:
       ``usable``.
+    * ``chunk_budget``: the budget of each summariser request when it differs from the above (a
+      history ceiling leaves the summariser the window's; ``summarizer_model`` its own model's);
+      ``None``: the summariser's input budget.
     """
 
     view: list[Message]
@@ -68,6 +71,7 @@ class CompactionRequest:
     config: WorkerConfig
     early_headroom: int | None = None
     summarizer_budget: int | None = None
+    chunk_budget: int | None = None
 
 
 class InlineCompactionDeps(Protocol):
@@ -193,6 +197,7 @@ async def _compact_view(
             estimator=request.estimator,
             config=request.config,
             log=log,
+            chunk_budget=request.chunk_budget,
         )
     except SummarizeError as exc:
         log.warning("compaction skipped: %s", exc)

@@ -54,9 +54,11 @@ async def produce_summary(
     estimator: Estimator,
     config: WorkerConfig,
     log: logging.Logger,
+    chunk_budget: int | None = None,
 ) -> ProducedSummary:
     """Raises :class:`SummarizeError` only without the extractive fallback; every count is taken
-    with ``estimator`` (the calling function's)."""
+    with ``estimator`` (the calling function's). ``input_budget`` sizes the summary and, unless
+    ``chunk_budget`` is given, each summariser request."""
     extractive_on = config.summarizer_fallback == EXTRACTIVE
     kind = LLM
     carried = previous_summary
@@ -67,7 +69,7 @@ async def produce_summary(
         if summarizer is None:
             raise SummarizerUnavailable("no summariser is configured")
         text = await summarize_head(
-            summarizer, model, head, input_budget,
+            summarizer, model, head, input_budget if chunk_budget is None else chunk_budget,
             previous_summary=previous_summary, instructions=instructions, estimator=estimator,
             config=config, log=log,
         )
