@@ -41,7 +41,7 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "retention": None,
                       "count_calibration": "off", "lease_store": "file", "session_store": "memory",
                       "session_ttl_secs": 3600, "profile": "faithful",
-                      "max_history_tokens": None}
+                      "max_history_tokens": None, "summarizer_model": None, "compaction_instructions": None}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]

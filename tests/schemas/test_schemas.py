@@ -49,14 +49,17 @@ ADDED_CALIBRATION = "/response_schema/definitions/AssembleBreakdown/properties/c
 ADDED_COUNT_CALIBRATION = "/response_schema/properties/calibration"
 ADDED_CEILING_OPTION = "/request_schema/definitions/AssembleOptions/properties/max_history_tokens"
 ADDED_WINDOW_USABLE = "/response_schema/definitions/AssembleBreakdown/properties/window_usable"
+ADDED_SUMMARIZER = "/response_schema/definitions/Applied/properties/summarizer"
+ADDED_COMPACT_SUMMARIZER = "/response_schema/oneOf/0/properties/summarizer"
 ADDED_COUNT_OPTIONS = "/request_schema/properties/options"
 ADDED_COUNT_OPTIONS_DEFINITION = "/request_schema/definitions/CountTokensOptions"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
                       ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_NOTE_TOKENS,
                       ADDED_WARNING_DEFINITION,
                       *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION,
-                      ADDED_CALIBRATION, ADDED_PREVIEW_OPTION, ADDED_CEILING_OPTION, ADDED_WINDOW_USABLE]
-COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
+                      ADDED_CALIBRATION, ADDED_PREVIEW_OPTION, ADDED_CEILING_OPTION, ADDED_WINDOW_USABLE,
+                      ADDED_SUMMARIZER]
+COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND, ADDED_COMPACT_SUMMARIZER]
 PRUNE_ADDITIONS = [ADDED_PRUNE_EXPLAIN, ADDED_PRUNE_ACTIONS, ADDED_ACTION]
 COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION, ADDED_COUNT_OPTIONS, ADDED_COUNT_OPTIONS_DEFINITION]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}

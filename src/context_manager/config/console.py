@@ -64,7 +64,8 @@ def key_kind(prop: dict[str, Any]) -> str:
         return "policy"
     if "enum" in prop:
         return "choice"
-    kinds = {"integer": "integer", "number": "fraction", "boolean": "boolean", "string": "text"}
+    kinds = {"integer": "integer", "number": "fraction", "boolean": "boolean", "string": "text",
+             "object": "model"}
     kind = prop["type"][0] if isinstance(prop["type"], list) else prop["type"]
     return kinds[kind]
 

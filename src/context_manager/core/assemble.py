@@ -780,6 +780,8 @@ def _apply_compaction(
         applied["summary_kind"] = outcome.summary_kind
     if outcome.retained_items is not None:
         applied["retained_items"] = outcome.retained_items
+    if outcome.summarizer is not None:  # summarizer_model: what the summariser calls cost
+        applied["summarizer"] = outcome.summarizer
     state.view_to_orig = state.view_to_orig[head_len:]
 
 

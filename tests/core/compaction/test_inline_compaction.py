@@ -82,6 +82,7 @@ class _Deps:
     lease_store: Any
     clock: Any = None
     log: Any = None
+    resolver: Any = None
 
     def __post_init__(self):
         import logging
