@@ -34,7 +34,7 @@ from websockets.sync.client import connect
 
 from context_manager.config.parse import ConfigError, parse_config_value
 from context_manager.config.retention import PolicyError, parse_retention
-from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS, ModelChoice, WorkerConfig
 
 pytestmark = pytest.mark.slow
 
@@ -314,8 +314,10 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("window.__families") == ["context-manager"]
     shown = controls(browser)
     assert set(shown) == set(WorkerConfig.key_names())
-    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, "lease_dir", "retention", "profile"}
+    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, "lease_dir", "retention", "profile",
+                          "summarizer_model", "compaction_instructions"}
     assert shown["profile"] == "faithful"
+    assert (shown["summarizer_model"], shown["compaction_instructions"]) == ("", "")
     # Empty: the default applies (for the policy: none).
     assert {k: shown[k] for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]} == {
         k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]}
@@ -330,7 +332,7 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("getComputedStyle(document.querySelector('.ctx-cfg-rules')).listStyleType") == "none"
     sections = browser.js("[...document.querySelectorAll('section h2')].map((h) => h.textContent)")
     assert sections == ["Profile", "Budget defaults", "Pruning and compaction", "Runtime", "Overflow and counting",
-                        "Task retention", "Cache-aware reduction", "Retention policy"]
+                        "Task retention", "Cache-aware reduction", "Retention policy", "Other settings"]
     browser.screenshot(ARTIFACTS / "console-form-default.png")
 
 
@@ -476,6 +478,8 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
     for key in SWITCHES:
         click(browser, key)
     type_into(browser, "lease_dir", "leases")
+    type_into(browser, "summarizer_model", "cheap-model")
+    type_into(browser, "compaction_instructions", "Keep every file path.")
     type_into(browser, "retention", json.dumps(POLICY))
     choose(browser, "profile", "recommended")
     proposal = last_proposal(browser)
@@ -485,8 +489,10 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
         **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
         **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
         reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY),
-        profile="recommended")
+        profile="recommended", summarizer_model=ModelChoice("cheap-model"),
+        compaction_instructions="Keep every file path.")
     assert proposal["retention"] == POLICY
+    assert proposal["summarizer_model"] == {"id": "cheap-model"}
     assert set(proposal) == set(WorkerConfig.key_names())
     assert rule_lines(browser) == POLICY_RULE_LINES
     browser.screenshot(ARTIFACTS / "console-form-edited.png")
