@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.kit.sessions import shipped_sessions
+from bench.kit.sessions import named_sessions, sessions_of
 from bench.recall.modes import DEFAULT_BUDGETS, MODES, QUICK_MODES, budget, mode
 from bench.recall.run import LEGEND, QUICK_SESSION, measure, table
 
@@ -40,23 +40,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    if args.data is not None and not args.data.is_dir():
-        print(f"no such directory: {args.data}", file=sys.stderr)
+    loaded = sessions_of(args.data)
+    if loaded is None:
         return 2
-    try:
-        sessions = shipped_sessions(args.data) if args.data else shipped_sessions()
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # unreadable, not JSON, no messages
-        print(f"cannot read the recorded sessions: {exc!r}", file=sys.stderr)
-        return 2
+    sessions = loaded
     wanted = args.sessions or (QUICK_SESSION if args.quick and not args.data else None)
     if wanted:
-        names = [s.strip() for s in wanted.split(",") if s.strip()]
-        known = {s.name: s for s in sessions}
-        missing = [name for name in names if name not in known]
-        if missing:
-            print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+        picked = named_sessions(sessions, wanted)
+        if picked is None:
             return 2
-        sessions = [known[name] for name in names]
+        sessions = picked
     if not sessions:
         print("no recorded sessions (*.json, *.json.gz) found", file=sys.stderr)
         return 2

@@ -122,8 +122,9 @@ def test_page_fallbacks_are_the_configuration_defaults():
     numeric = {key for key in DEFAULT_CONFIG.key_names() if type(getattr(DEFAULT_CONFIG, key)) is int}
     assert fallbacks == {key: getattr(DEFAULT_CONFIG, key) for key in numeric}
     assert f"placeholder: '{DEFAULT_CONFIG.lease_dir}'" in PAGE
-    assert "fallbackText: 'off (error)'" in PAGE and DEFAULT_CONFIG.overflow_fallback == "error"
-    assert "fallbackText: 'off (heuristic)'" in PAGE and DEFAULT_CONFIG.estimator == "heuristic"
+    # A choice field's arguments: the text shown while the key is left out, then its on and off values.
+    assert "'off (error)', 'drop_oldest', 'error')" in PAGE and DEFAULT_CONFIG.overflow_fallback == "error"
+    assert "'off (heuristic)', 'auto', 'heuristic')" in PAGE and DEFAULT_CONFIG.estimator == "heuristic"
     fractions = {key: float(value) for key, value in
                  re.findall(r"key: '(\w+)',\n(?:\s+\w+: .*\n)*?\s+fallback: (\d+\.\d+),", PAGE)}
     assert fractions == {key: getattr(DEFAULT_CONFIG, key) for key in DEFAULT_CONFIG.key_names()

@@ -41,6 +41,7 @@ SESSION_STORES: tuple[str, ...] = get_args(SessionStoreName)
 PROFILES: tuple[str, ...] = get_args(ProfileName)
 
 C = TypeVar("C", bound=WorkerConfig)
+_D = TypeVar("_D")  # what a decoder yields
 
 
 class ConfigError(Error, ValueError):
@@ -71,25 +72,28 @@ def _fraction(value: Any) -> float:
     return value
 
 
-def _fraction_or_null(value: Any) -> float | None:
-    """``null`` (the option is off) or a fraction in (0, 1]."""
+def _null_or(decode: Callable[[Any], _D], value: Any, *expected: str) -> _D | None:
+    """``null`` (the option is off) or what ``decode`` accepts; in its error, each ``expected X``
+    phrase named in ``expected`` reads ``expected null or X``."""
     if value is None:
         return None
     try:
-        return _fraction(value)
+        return decode(value)
     except DecodeError as exc:
-        raise DecodeError(exc.detail.replace("expected a fraction", "expected null or a fraction")) from None
+        detail = exc.detail
+        for phrase in expected:
+            detail = detail.replace(f"expected {phrase}", f"expected null or {phrase}")
+        raise DecodeError(detail) from None
+
+
+def _fraction_or_null(value: Any) -> float | None:
+    """``null`` (the option is off) or a fraction in (0, 1]."""
+    return _null_or(_fraction, value, "a fraction")
 
 
 def _positive_or_null(value: Any) -> int | None:
     """``null`` (the option is off) or a u64 above zero."""
-    if value is None:
-        return None
-    try:
-        return _positive(value)
-    except DecodeError as exc:
-        raise DecodeError(exc.detail.replace("expected a positive integer", "expected null or a positive integer")
-                          .replace("expected u64", "expected null or u64")) from None
+    return _null_or(_positive, value, "a positive integer", "u64")
 
 
 def _string_or_null(value: Any) -> str | None:

@@ -47,11 +47,7 @@ def decode_options(value: Any) -> AssembleOptions:
 
 
 _REQUEST = {
-    "messages": t.FieldSpec(t.decode_messages),
-    "model": t.FieldSpec(t.decode_model_input, required=True),
-    "system_prompt": t.FieldSpec(t.string),
-    "tools": t.FieldSpec(t.decode_tools),
-    "parts": t.FieldSpec(t.string_map),
+    **t.HISTORY_REQUEST,
     "options": t.FieldSpec(decode_options, default=AssembleOptions()),
 }
 
