@@ -32,7 +32,7 @@ async def _run_peer(session: Session, budget: Budget, peer: Peer, probe: RecallP
 
 def run_worker(session: Session, budget: Budget, mode: Mode) -> Ledger:
     """As ``bench.replay``: the caller's round trip (``bench.kit.loop``), scored for recall."""
-    probe, recalled = RecallProbe(session, budget), Ledger()
+    probe, recalled = RecallProbe(session, budget, mode.config.get("max_history_tokens")), Ledger()
 
     def observe(_session: Session, call: Call) -> None:
         answer = call.response

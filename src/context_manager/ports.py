@@ -185,6 +185,23 @@ class SummarizeRequest:
     model_input: dict[str, Any] | None = None
 
 
+class SummaryReply(str):
+    """A summariser's reply text with the provider's token usage, when its transport reports one:
+    ``usage`` is (input tokens, output tokens). A plain ``str`` reply reports none."""
+
+    def __new__(cls, text: str, usage: tuple[int, int] | None = None) -> SummaryReply:
+        reply = super().__new__(cls, text)
+        reply.usage = usage
+        return reply
+
+    usage: tuple[int, int] | None
+
+
+def reply_usage(reply: str) -> tuple[int, int] | None:
+    """The usage a reply carries (:class:`SummaryReply`), else None."""
+    return reply.usage if isinstance(reply, SummaryReply) else None
+
+
 class Summarizer(Protocol):
     async def summarize(self, request: SummarizeRequest) -> str:
         """The reply text, unmodified.

@@ -45,7 +45,8 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "session_ttl_secs": 3600, "profile": "faithful",
                       "max_history_tokens": None,
                       "plan_functions": ["TodoWrite", "update_plan", "write_todos", "task_tracker", "todo_write"],
-                      "policy_write_token": None}
+                      "policy_write_token": None,
+                      "summarizer_model": None, "compaction_instructions": None}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]

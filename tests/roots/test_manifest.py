@@ -25,6 +25,7 @@ EXPECTED = """{
   "default_config": {
     "allow_fallback_limits": true,
     "anchor_messages": 0,
+    "compaction_instructions": null,
     "count_calibration": "off",
     "decay_user_turns": 0,
     "eager_compaction_at": null,
@@ -56,6 +57,7 @@ EXPECTED = """{
     "session_store": "memory",
     "session_ttl_secs": 3600,
     "summarizer_fallback": "none",
+    "summarizer_model": null,
     "summarizer_timeout_ms": 320000,
     "summary_check": "off",
     "summary_placement": "system_prompt",

@@ -53,16 +53,21 @@ ADDED_NAMESPACE = {function_id: f"/request_schema/definitions/{options}/properti
     ("context::assemble", "AssembleOptions"), ("context::compact", "CompactOptions"), ("context::prune", "PruneOptions"))}
 ADDED_POLICY_REPORT = ["/response_schema/definitions/Applied/properties/policy", "/response_schema/definitions/AppliedPolicy",
                        "/response_schema/definitions/PolicySource", "/response_schema/definitions/PolicyWarning"]
-ADDED_COUNT_OPTIONS = ["/request_schema/properties/options", "/request_schema/definitions/CountTokensOptions"]
+ADDED_CEILING_OPTION = "/request_schema/definitions/AssembleOptions/properties/max_history_tokens"
+ADDED_WINDOW_USABLE = "/response_schema/definitions/AssembleBreakdown/properties/window_usable"
+ADDED_SUMMARIZER = "/response_schema/definitions/Applied/properties/summarizer"
+ADDED_COMPACT_SUMMARIZER = "/response_schema/oneOf/0/properties/summarizer"
+ADDED_COUNT_OPTIONS = "/request_schema/properties/options"
+ADDED_COUNT_OPTIONS_DEFINITION = "/request_schema/definitions/CountTokensOptions"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
                       ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_NOTE_TOKENS,
                       ADDED_WARNING_DEFINITION,
                       *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION,
                       ADDED_CALIBRATION, ADDED_PREVIEW_OPTION, ADDED_NAMESPACE["context::assemble"],
-                      *ADDED_POLICY_REPORT]
-COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND, ADDED_NAMESPACE["context::compact"]]
+                      *ADDED_POLICY_REPORT, ADDED_CEILING_OPTION, ADDED_WINDOW_USABLE, ADDED_SUMMARIZER]
+COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND, ADDED_NAMESPACE["context::compact"], ADDED_COMPACT_SUMMARIZER]
 PRUNE_ADDITIONS = [ADDED_PRUNE_EXPLAIN, ADDED_PRUNE_ACTIONS, ADDED_ACTION, ADDED_NAMESPACE["context::prune"]]
-COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION, *ADDED_COUNT_OPTIONS]
+COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION, ADDED_COUNT_OPTIONS, ADDED_COUNT_OPTIONS_DEFINITION]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 
 

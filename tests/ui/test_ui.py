@@ -40,7 +40,7 @@ EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
                   "eager_compaction_at", "retention", "count_calibration", "lease_store",
                   "session_store", "session_ttl_secs", "profile", "max_history_tokens",
-                  "plan_functions", "policy_write_token"]
+                  "plan_functions", "policy_write_token", "summarizer_model", "compaction_instructions"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -204,7 +204,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "summary_reuse",
                                    "summary_placement"]),
         ("Retention policy", ["retention"]),
-        ("Other settings", ["policy_write_token"]),
+        ("Other settings", ["policy_write_token", "summarizer_model", "compaction_instructions"]),
     ]
     controls = result["controls"]
     numbers = {k: c for k, c in controls.items() if c["type"] == "Input" and c["inputType"] == "number"}

@@ -34,7 +34,7 @@ from websockets.sync.client import connect
 
 from context_manager.config.parse import ConfigError, parse_config_value
 from context_manager.config.retention import PolicyError, parse_retention
-from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS, ModelChoice, WorkerConfig
 
 pytestmark = pytest.mark.slow
 
@@ -316,8 +316,10 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("window.__families") == ["context-manager"]
     shown = controls(browser)
     assert set(shown) == set(WorkerConfig.key_names())
-    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, *TEXT_KEYS, "retention", "profile"}
+    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, *TEXT_KEYS, "retention", "profile",
+                          "summarizer_model", "compaction_instructions"}
     assert shown["profile"] == "faithful"
+    assert (shown["summarizer_model"], shown["compaction_instructions"]) == ("", "")
     # Empty: the default applies (for the policy: none).
     assert {k: shown[k] for k in [*NUMBER_KEYS, *FRACTION_KEYS, *TEXT_KEYS, "retention"]} == {
         k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, *TEXT_KEYS, "retention"]}
@@ -491,6 +493,8 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
     type_into(browser, "lease_dir", "leases")
     type_into(browser, "plan_functions", "TodoWrite, my_plan ,, TodoWrite")
     type_into(browser, "policy_write_token", "s3cret")
+    type_into(browser, "summarizer_model", "cheap-model")
+    type_into(browser, "compaction_instructions", "Keep every file path.")
     type_into(browser, "retention", json.dumps(POLICY))
     choose(browser, "profile", "recommended")
     proposal = last_proposal(browser)
@@ -500,9 +504,11 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
         **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
         **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
         reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY),
-        plan_functions=("TodoWrite", "my_plan"), policy_write_token="s3cret", profile="recommended")
+        plan_functions=("TodoWrite", "my_plan"), policy_write_token="s3cret", profile="recommended",
+        summarizer_model=ModelChoice("cheap-model"), compaction_instructions="Keep every file path.")
     assert proposal["retention"] == POLICY
     assert proposal["plan_functions"] == ["TodoWrite", "my_plan"]
+    assert proposal["summarizer_model"] == {"id": "cheap-model"}
     assert set(proposal) == set(WorkerConfig.key_names())
     assert rule_lines(browser) == POLICY_RULE_LINES
     browser.screenshot(ARTIFACTS / "console-form-edited.png")

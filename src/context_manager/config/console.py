@@ -67,7 +67,8 @@ def key_kind(prop: dict[str, Any]) -> str:
     if "enum" in prop:
         return "choice"
     kinds = {"integer": "integer", "number": "fraction", "boolean": "boolean", "string": "text",
-             "array": "list"}
+             "array": "list",
+             "object": "model"}
     kind = prop["type"][0] if isinstance(prop["type"], list) else prop["type"]
     return kinds[kind]
 

@@ -18,6 +18,7 @@ from context_manager.core.settings import (
     CountCalibration,
     EstimatorName,
     LeaseStoreName,
+    ModelChoice,
     OverflowFallback,
     ProfileName,
     SessionStoreName,
@@ -111,8 +112,30 @@ def _name_list(value: Any) -> tuple[str, ...]:
 
 
 def _string_or_null(value: Any) -> str | None:
-    """``null`` (the option is off) or a string."""
-    return None if value is None else t.string(value)
+    """``null`` (the option is off) or text."""
+    if value is None:
+        return None
+    try:
+        return t.string(value)
+    except DecodeError as exc:
+        raise DecodeError(exc.detail.replace("expected a string", "expected null or a string")) from None
+
+
+_MODEL_FIELDS = {"id": t.FieldSpec(t.string, required=True), "provider": t.FieldSpec(t.string)}
+
+
+def _model_or_null(value: Any) -> ModelChoice | None:
+    """``null`` (the session's model) or ``{id, provider?}`` with a non-empty id."""
+    if value is None:
+        return None
+    if type(value) is dict:
+        unknown = sorted(set(value) - set(_MODEL_FIELDS))
+        if unknown:
+            raise DecodeError(f"unknown field `{unknown[0]}`, expected `id` or `provider`")
+    fields = t.decode_struct(value, "ModelChoice", _MODEL_FIELDS)
+    if not fields["id"]:
+        raise DecodeError("invalid value: string \"\", expected a model id")
+    return ModelChoice(fields["id"], fields["provider"])
 
 
 # The decoders a key declaration names (core/keys.py, ``KeyType.decoder``).
@@ -121,9 +144,10 @@ DECODERS: dict[str, Callable[[Any], Any]] = {
     "usize": t.usize,
     "boolean": t.boolean,
     "string": t.string,
-    "string_or_null": _string_or_null,
     "positive": _positive,
     "positive_or_null": _positive_or_null,
+    "string_or_null": _string_or_null,
+    "model_or_null": _model_or_null,
     "fraction": _fraction,
     "fraction_or_null": _fraction_or_null,
     "retention": parse_retention,
@@ -145,7 +169,8 @@ class ConfigCodec(Generic[C]):
         # Every key, its decoder; the order is the record's declaration order.
         self.decoders: dict[str, Callable[[Any], Any]] = {key.name: decoder_for(key) for key in table.keys}
         # Keys whose YAML plain scalars are read as text (config/seed.py).
-        self.string_keys = frozenset(key.name for key in table.keys if key.type.schema.get("type") == "string")
+        self.string_keys = frozenset(key.name for key in table.keys
+                                     if key.type.schema.get("type") in ("string", ["string", "null"]))
         self.defaults: C = table.record()
 
     def _unknown_field(self, key: str) -> DecodeError:

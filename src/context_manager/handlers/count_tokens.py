@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from context_manager.core.compaction.prompts import carries_summary
+from context_manager.core.counting import history_ceiling
 from context_manager.core.counting.calibrated_budget import CalibratedCount, routed_calibration
 from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.estimate import (
@@ -25,7 +26,8 @@ from context_manager.wire.errors import DecodeError, invalid_request
 
 FUNCTION_ID = "context::count-tokens"
 
-_REQUEST = t.HISTORY_REQUEST
+_REQUEST = {**t.HISTORY_REQUEST,
+            "options": t.FieldSpec(history_ceiling.decode_options, default=history_ceiling.NO_OPTIONS)}
 
 
 def _raw_list(value: Any) -> list[Any]:
@@ -160,7 +162,10 @@ def _calibration(measured: _Measured, ctx: HandlerContext) -> Calibration | None
     summarized = measured.total() if carries_summary(request["system_prompt"], messages) else None
     return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall,
                               exact=est.kind == "tokenizer",
-                              unrecorded_limit=limits.context_window if limits is not None else None,
+                              unrecorded_limit=history_ceiling.unrecorded_limit(
+                                  limits.context_window if limits is not None else None,
+                                  history_ceiling.ceiling_for(request["options"].max_history_tokens,
+                                                              ctx.config.max_history_tokens)),
                               summarized_limit=summarized)
 
 

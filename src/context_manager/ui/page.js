@@ -273,6 +273,18 @@ const KEYS = {
     fallback: null,
     help: 'When set, context::policy::publish, context::policy::activate and context::policy::withdraw require a token equal to it (compared in constant time); null lets any caller on the engine change policies. Never shown in answers or logs.',
   },
+  summarizer_model: {
+    key: 'summarizer_model',
+    kind: 'model',
+    fallback: null,
+    help: 'The model compaction\'s summariser calls go to, {id, provider?}, through the router: the history is chunked by that model\'s own window, and every compaction that called it reports applied.summarizer (context::compact: summarizer) with its calls and tokens; null uses the session\'s model.',
+  },
+  compaction_instructions: {
+    key: 'compaction_instructions',
+    kind: 'text',
+    fallback: null,
+    help: 'Standing instructions added to every summariser prompt, inline compaction in context::assemble included; context::compact\'s options.instructions are added after them. null: the prompts are unchanged.',
+  },
 }
 
 // The parts of a retention policy and the schema's description of each.
@@ -647,6 +659,15 @@ export function ContextManagerConfigForm(props) {
     propose(next)
   }
 
+  // A model key ({id, provider?}): the field edits its id and keeps the provider.
+  const editModel = (key, raw) => {
+    const next = { ...value }
+    const provider = objectOrEmpty(value[key]).provider
+    if (raw === '') delete next[key]
+    else next[key] = provider === undefined || provider === null ? { id: raw } : { id: raw, provider }
+    propose(next)
+  }
+
   useEffect(() => {
     const key = props.focusField && props.focusField[0]
     if (!key || !rootRef.current) return
@@ -742,14 +763,15 @@ export function ContextManagerConfigForm(props) {
         id,
         className: 'ctx-cfg-control ctx-cfg-path',
         type: 'text',
-        value: typeof value[field.key] === 'string' ? value[field.key] : '',
+        value: field.kind === 'model' ? String(objectOrEmpty(value[field.key]).id ?? '')
+          : typeof value[field.key] === 'string' ? value[field.key] : '',
         placeholder: field.placeholder,
         spellCheck: false,
         autoComplete: 'off',
         'aria-label': field.label,
         'aria-invalid': errorId ? true : undefined,
         'aria-describedby': joinIds(`${id}-help`, `${id}-default`, errorId),
-        onChange: (raw) => editText(field.key, raw),
+        onChange: (raw) => (field.kind === 'model' ? editModel : editText)(field.key, raw),
       }),
       id,
     )
@@ -814,8 +836,9 @@ export function ContextManagerConfigForm(props) {
     if (k.kind === 'integer') return numberRow(f)
     if (k.kind === 'fraction') return fractionRow(k.fallback === null ? { ...f, fallbackText: 'off' } : f)
     if (k.kind === 'choice') return choiceRow(f)
-    if (k.kind === 'text') return textRow(f, String(k.fallback))
+    if (k.kind === 'text') return textRow(f, k.fallback === null ? 'none' : String(k.fallback))
     if (k.kind === 'list') return listRow(f)
+    if (k.kind === 'model') return textRow(f, 'the session\'s model')
     return switchField({ ...f, fallbackText: k.fallback ? 'on' : 'off', isOn: (v) => (v ?? k.fallback) === true,
       valueFor: (on) => on })
   }

@@ -17,6 +17,7 @@ from context_manager.core.assembly.request import AssembleRequest
 from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.counting.calibrated_budget import CalibratedCount, OverBudget
 from context_manager.core.counting.estimate import by_role
+from context_manager.core.counting.history_ceiling import window_report
 from context_manager.core.prefix import model_facing, prefix_report
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import Estimator
@@ -73,7 +74,8 @@ async def finish(call: Call, state: WorkingContext, report: AssembleReport,
         "effective_max_output_tokens": call.resolved.max_output_tokens,
         "model_resolved": call.resolved.provenance,
         "applied": report.to_wire(),
-        "breakdown": breakdown(state, request.parts, call.estimator, budget),
+        "breakdown": window_report(breakdown(state, request.parts, call.estimator, budget),
+                                   call.ceiling, call.window_usable),
     }
 
 

@@ -20,6 +20,7 @@ from context_manager.core.compaction.prompts import render_system_prompt, summar
 from context_manager.core.counting.calibrated_budget import CalibratedBudget, routed_calibration
 from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.estimate import estimator_for_call, message_sizes, tools_tokens
+from context_manager.core.counting.history_ceiling import ceiling_for, history_budget
 from context_manager.core.explain import Explanation
 from context_manager.core.passes.media import Capability, normalize_media
 from context_manager.core.resolution import ResolvedModel, resolve_model
@@ -48,6 +49,9 @@ class Call:
     digests: InputDigests | None
     # ``estimator: router``: the counter, for the second count of a context that changed.
     counter: TokenCounter | None
+    # ``max_history_tokens``: the call's ceiling (None: none) and the window's usable budget.
+    ceiling: int | None = None
+    window_usable: int = 0
 
 
 async def prepare(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse,
@@ -67,6 +71,9 @@ async def prepare(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse
         else default_reserved(resolved.context_window, config)
     )
     usable = usable_budget(resolved, reserved, options.thinking_level)
+    # The history ceiling: every reduction below aims for min(usable, ceiling).
+    ceiling = ceiling_for(options.max_history_tokens, config.max_history_tokens)
+    window_usable, usable = usable, history_budget(usable, ceiling)
     estimator = estimator_for_call(request.model.id, config, deps.tokenizers, request.model.provider)
 
     anchor_requested = (
@@ -88,7 +95,7 @@ async def prepare(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse
             calibration, digests = routed, None
     budget = CalibratedBudget.of(usable, state.overhead_tokens, calibration, routed is not None)
     call = Call(request, deps, reuse, config, deps.log, resolved, estimator, anchor_requested,
-                budget, digests, counter)
+                budget, digests, counter, ceiling, window_usable)
     return call, state
 
 

@@ -145,6 +145,8 @@ class AssembleReport:
                 applied["summary_kind"] = outcome.summary_kind
             if outcome.retained_items is not None:
                 applied["retained_items"] = outcome.retained_items
+            if outcome.summarizer is not None:  # summarizer_model: what the summariser calls cost
+                applied["summarizer"] = outcome.summarizer
         if drop is not None:
             applied["dropped_messages"] = drop.dropped_messages
             applied["dropped_ranges"] = drop.dropped_ranges

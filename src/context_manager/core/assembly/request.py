@@ -38,6 +38,8 @@ class AssembleOptions:
     explain: bool = False
     # Answer as with ``allow_compaction: false`` and change nothing else (``core.preview``).
     preview_only: bool = False
+    # A ceiling below the window (``core.counting.history_ceiling``); None: the configuration's.
+    max_history_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from context_manager.core.assembly.prepare import Call
 from context_manager.core.assembly.report import CompactionReport
 from context_manager.core.assembly.request import AssembleDeps
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
+from context_manager.core.counting.history_ceiling import summarizer_window_budget
 from context_manager.core.settings import WorkerConfig
 
 
@@ -54,6 +55,9 @@ def compaction_request(state: WorkingContext, call: Call) -> CompactionRequest:
         early_headroom=usable - state.total() if state.total() <= usable else None,
         # The summariser's budget is never below the uncalibrated one.
         summarizer_budget=budget.summarizer_budget(),
+        # The history ceiling leaves the summariser's requests the window's budget.
+        chunk_budget=None if call.ceiling is None else summarizer_window_budget(
+            call.window_usable, budget.calibration, state.overhead_tokens, budget.guarded),
     )
 
 
