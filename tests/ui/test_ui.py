@@ -554,3 +554,46 @@ def test_page_profiles_are_the_worker_profiles():
         pairs = re.findall(r"(\w+): ('[^']*'|true|false|[\d.]+)", body)
         profiles[name] = {k: json.loads(v.replace("'", '"')) for k, v in pairs}
     assert profiles == PROFILE_KEYS
+
+
+# --- the Policies section (docs/console.md): drawn only when the host gives `invoke` ----------
+
+
+def test_page_names_the_policy_functions_it_calls():
+    for function_id in ("context::policy::resolve", "context::policy::list", "context::policy::activate",
+                        "context::policy::withdraw"):
+        assert f"'{function_id}'" in PAGE
+    # The view never proposes: the write token typed into it is never part of the configuration.
+    view = PAGE[PAGE.index("export function PolicyView"):PAGE.index("export function ContextManagerConfigForm")]
+    assert "onChange(" not in view and "propose(" not in view
+    assert "type: 'password'" in view
+
+
+def test_policy_view_only_with_the_hosts_invoke(tmp_path, node_available):
+    if not node_available:
+        assert "typeof props.invoke === 'function'" in PAGE
+        return
+    out = render([{"value": {}}, {"value": {}, "invoke": True},
+                  {"value": {"policy_write_token": "s3cret"}, "invoke": True}], tmp_path)
+    without, given, with_token = out["results"]
+    assert without["policy"] is None
+    assert given["policy"] == {"invoke": "function", "tokenConfigured": False}
+    assert with_token["policy"] == {"invoke": "function", "tokenConfigured": True}
+    # The configuration's own sections and fields are the same either way, and nothing is proposed.
+    assert given["sections"] == without["sections"] and given["proposals"] == []
+    assert with_token["controls"]["policy_write_token"]["value"] == "s3cret"
+
+
+def test_policy_view_wording(tmp_path, node_available):
+    if not node_available:
+        return
+    helpers = render([], tmp_path)["policyHelpers"]
+    assert helpers["levels"] == [[None], ["acme", None], ["acme/proj-7/user-99", "acme/proj-7", "acme", None]]
+    assert helpers["requests"] == [{"surface": "budget"}, {"surface": "settings", "namespace": "acme", "model_id": "gpt-a"}]
+    assert helpers["sources"] == ["the worker's configuration", "settings::1:gpt-4o (org-global, tagged gpt-4o, version 1)"]
+    assert helpers["warnings"] == [
+        "context_budget_resolved_at: the budget comes from org-global",
+        "retention_policy_overridden: the retention policy of acme hides that of acme/proj-7",
+        '{"code":"something_new","namespace":"acme"}',
+    ]
+    assert helpers["faults"] == ["context/unauthorized: no", "gone", "x"]

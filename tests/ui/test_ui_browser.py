@@ -46,6 +46,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REACT_UMD = BROWSER_DIR / "node_modules" / "react" / "umd" / "react.development.js"
 # With UPDATE_SCREENSHOTS=1 the custom form's screenshot also replaces the one docs/console.md shows.
 DOCS_SCREENSHOT = ROOT / "docs" / "images" / "console-form.png"
+DOCS_POLICIES_SCREENSHOT = ROOT / "docs" / "images" / "console-policies.png"
 UPDATE_SCREENSHOTS = os.environ.get("UPDATE_SCREENSHOTS") == "1"
 
 if CHROMIUM is None:
@@ -534,3 +535,205 @@ def test_choosing_the_recommended_profile_shows_what_it_implies(browser: Browser
     # Back to faithful: the profile key goes, the explicit value stays.
     choose(browser, "profile", "faithful")
     assert last_proposal(browser) == {"working_set": False}
+
+
+# --- the Policies section: the form given the host's `invoke` -----------------------------------
+
+CREATED = "2026-11-30T09:15:00.000Z"
+STORE_FAULT = {"code": "context/policy_store", "message": "policy store failed, nothing changed: timed out"}
+UNAUTHORIZED = {"code": "context/unauthorized", "message": "a valid token is required to change policies"}
+NAMESPACE_FAULT = ("namespace: expected segments of 1 to 64 characters a-z, 0-9, _, - separated by /, "
+                   "at most 255 characters")
+
+
+def _version(version_id: str, version: int, active: bool, document: dict[str, Any]) -> dict[str, Any]:
+    return {"id": version_id, "version": version, "is_active": active, "created_at": CREATED, "document": document}
+
+
+def _policy(version_id: str, namespace: str | None, tagged: str | None, version: int) -> dict[str, Any]:
+    return {"kind": "policy", "id": version_id, "namespace": namespace, "tagged_model": tagged, "version": version}
+
+
+RESOLVED = {
+    "namespace": "acme/proj-7", "model_id": "gpt-a", "config": {"reserved_pct": 30},
+    "sources": {"budget": _policy("budget:acme:1:gpt-a", "acme", "gpt-a", 1),
+                "retention": _policy("retention:acme/proj-7:1", "acme/proj-7", None, 1),
+                "settings": {"kind": "worker_config"}},
+    "warnings": [{"code": "context_budget_resolved_at", "namespace": "acme", "tagged_model": "gpt-a"},
+                 {"code": "retention_policy_overridden", "displaced": None, "namespace": "acme/proj-7"}],
+}
+# [function id, request, {result} | {error}]: what the worker answered for the docs/policies.md cases.
+POLICY_ANSWERS: list[list[Any]] = [
+    ["context::policy::resolve", {"namespace": "acme/proj-7", "model_id": "gpt-a"}, {"result": RESOLVED}],
+    ["context::policy::list", {"surface": "retention", "namespace": "acme/proj-7"},
+     {"result": {"versions": [_version("retention:acme/proj-7:1", 1, True, {"verbatim_turns": 1})]}}],
+    ["context::policy::list", {"surface": "settings", "namespace": "acme/proj-7"}, {"error": STORE_FAULT}],
+    ["context::policy::list", {"surface": "budget", "namespace": "acme"},
+     {"result": {"versions": [_version("budget:acme:2", 2, False, {"version": 3, "headroom": 0.25}),
+                              _version("budget:acme:1", 1, True, {"version": 3, "headroom": 0.2})]}}],
+    ["context::policy::list", {"surface": "budget", "namespace": "acme", "model_id": "gpt-a"},
+     {"result": {"versions": [_version("budget:acme:1:gpt-a", 1, True, {"version": 3, "headroom": 0.3})]}}],
+    ["context::policy::list", {"surface": "budget"},
+     {"result": {"versions": [_version("budget::1", 1, True, {"version": 3, "headroom": 0.1})]}}],
+    ["context::policy::list", {"surface": "retention"},
+     {"result": {"versions": [_version("retention::1", 1, True, {"verbatim_turns": 3})]}}],
+    ["context::policy::activate", {"id": "budget:acme:2", "token": "s3cret"},
+     {"result": {"id": "budget:acme:2", "surface": "budget", "namespace": "acme", "model_id": None, "version": 2,
+                 "is_active": True, "created_at": CREATED}}],
+    ["context::policy::activate", {"id": "budget:acme:2"}, {"error": UNAUTHORIZED}],
+    ["context::policy::withdraw", {"surface": "budget", "namespace": "acme", "model_id": "gpt-a", "token": "s3cret"},
+     {"result": {"surface": "budget", "namespace": "acme", "model_id": "gpt-a", "withdrawn": "budget:acme:1:gpt-a"}}],
+]
+# The lookup of acme/proj-7 for gpt-a: resolve, then each level nearest first, each surface untagged
+# and (budget, settings) tagged gpt-a.
+LOOKUP_CALLS = [["context::policy::resolve", {"namespace": "acme/proj-7", "model_id": "gpt-a"}]] + [
+    ["context::policy::list", {"surface": surface, **({"namespace": level} if level else {}),
+                               **({"model_id": tag} if tag else {})}]
+    for level in ("acme/proj-7", "acme", None)
+    for surface, tag in (("budget", None), ("budget", "gpt-a"), ("retention", None), ("settings", None),
+                         ("settings", "gpt-a"))]
+
+
+def show_policies(browser: Browser, value: dict[str, Any], answers: list[list[Any]]) -> None:
+    browser.js(f"window.__show({json.dumps(value)}, [], {json.dumps(answers)})")
+    browser.wait_for("document.getElementById('context-manager-cfg-policy-show') !== null")
+
+
+def press(browser: Browser, selector: str) -> None:
+    browser.js(f"document.querySelector({json.dumps(selector)}).click()")
+
+
+def look_up(browser: Browser, namespace: str, model: str) -> None:
+    type_into(browser, "policy-namespace", namespace)
+    type_into(browser, "policy-model", model)
+    press(browser, "#context-manager-cfg-policy-show")
+    browser.wait_for(f"window.__invocations.length >= {len(LOOKUP_CALLS)} && "
+                     "document.querySelector('[data-policy-namespace]') !== null && "
+                     "!document.getElementById('context-manager-cfg-policy-show').disabled")
+
+
+def policy_rows(browser: Browser) -> dict[str, Any]:
+    """Per level shown: its table rows as cell texts, or the line a level without versions shows."""
+    return browser.js("""Object.fromEntries([...document.querySelectorAll('[data-policy-namespace]')].map((level) => {
+        const rows = [...level.querySelectorAll('tbody tr')].map((tr) => [...tr.cells].map((td) => td.textContent))
+        return [level.dataset.policyNamespace, rows.length ? rows : level.querySelector('p').textContent]
+    }))""")
+
+
+def resolution(browser: Browser) -> dict[str, Any]:
+    return browser.js("""({
+        title: document.querySelector('.ctx-cfg-policy-resolved h3').textContent,
+        sources: [...document.querySelectorAll('[data-policy-resolve="sources"] tr')]
+            .map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]),
+        warnings: [...document.querySelectorAll('[data-policy-resolve="warnings"] li')].map((li) => li.textContent),
+    })""")
+
+
+def policy_status(browser: Browser) -> str:
+    return browser.js("document.getElementById('context-manager-cfg-policy-status').textContent")
+
+
+def test_the_policies_section_lists_each_levels_versions_and_the_resolution(browser: Browser) -> None:
+    show_policies(browser, CUSTOM, POLICY_ANSWERS)
+    sections = browser.js("[...document.querySelectorAll('section h2')].map((h) => h.textContent)")
+    assert sections[-1] == "Policies" and sections[:-1] == [
+        "Profile", "Budget defaults", "Pruning and compaction", "Runtime", "Overflow and counting",
+        "Task retention", "Cache-aware reduction", "Retention policy", "Other settings"]
+    # Nothing is asked before a lookup; the configuration's fields are as without the section.
+    assert browser.js("window.__invocations") == []
+    assert set(controls(browser)) == set(WorkerConfig.key_names())
+    assert browser.js("document.getElementById('context-manager-cfg-policy-token').type") == "password"
+    look_up(browser, "acme/proj-7", "gpt-a")
+    assert browser.js("window.__invocations") == LOOKUP_CALLS
+    assert resolution(browser) == {
+        "title": "acme/proj-7, model gpt-a, is served with",
+        "sources": [["budget", "budget:acme:1:gpt-a (acme, tagged gpt-a, version 1)"],
+                    ["retention", "retention:acme/proj-7:1 (acme/proj-7, untagged, version 1)"],
+                    ["settings", "the worker's configuration"]],
+        "warnings": ["context_budget_resolved_at: the budget comes from acme, tagged gpt-a",
+                     "retention_policy_overridden: the retention policy of acme/proj-7 hides that of org-global"],
+    }
+    assert policy_rows(browser) == {
+        "acme/proj-7": [
+            ["retention", "untagged", "1", "retention:acme/proj-7:1", "active", CREATED, '{"verbatim_turns":1}',
+             "Withdraw"],
+            ["settings", "untagged", STORE_FAULT["code"] + ": " + STORE_FAULT["message"]],
+        ],
+        "acme": [
+            ["budget", "untagged", "2", "budget:acme:2", "inactive", CREATED, '{"version":3,"headroom":0.25}', "Activate"],
+            ["budget", "untagged", "1", "budget:acme:1", "active", CREATED, '{"version":3,"headroom":0.2}', "Withdraw"],
+            ["budget", "gpt-a", "1", "budget:acme:1:gpt-a", "active", CREATED, '{"version":3,"headroom":0.3}',
+             "Withdraw"],
+        ],
+        "org-global": [
+            ["budget", "untagged", "1", "budget::1", "active", CREATED, '{"version":3,"headroom":0.1}', "Withdraw"],
+            ["retention", "untagged", "1", "retention::1", "active", CREATED, '{"verbatim_turns":3}', "Withdraw"],
+        ],
+    }
+    assert policy_status(browser) == ""
+    assert browser.js("window.__proposals") == []
+    section = """(() => {
+        const section = [...document.querySelectorAll('section')].find((s) => s.querySelector('h2').textContent === 'Policies')
+        const box = section.getBoundingClientRect()
+        return { x: 0, y: Math.floor(box.top + window.scrollY) - 8, width: 960, height: Math.ceil(box.height) + 16, scale: 1 }
+    })()"""
+    browser.js("document.activeElement.blur()")
+    browser.screenshot(ARTIFACTS / "console-form-policies.png", clip=browser.js(section))
+    if UPDATE_SCREENSHOTS:
+        browser.screenshot(DOCS_POLICIES_SCREENSHOT, clip=browser.js(section))
+
+
+def test_activate_and_withdraw_send_the_version_and_scope_with_the_token(browser: Browser) -> None:
+    show_policies(browser, {"policy_write_token": "s3cret"}, POLICY_ANSWERS)
+    look_up(browser, "acme/proj-7", "gpt-a")
+    type_into(browser, "policy-token", "s3cret")
+    browser.js("window.__invocations = []")
+    press(browser, 'button[data-policy-action="activate"][data-policy-id="budget:acme:2"]')
+    browser.wait_for(f"window.__invocations.length === {1 + len(LOOKUP_CALLS)}")
+    # The change, then the same lookup again, so the view shows what is now in force.
+    assert browser.js("window.__invocations") == [
+        ["context::policy::activate", {"id": "budget:acme:2", "token": "s3cret"}], *LOOKUP_CALLS]
+    browser.wait_for("document.getElementById('context-manager-cfg-policy-status').textContent !== ''")
+    assert policy_status(browser) == "Activated budget:acme:2"
+    browser.wait_for("!document.getElementById('context-manager-cfg-policy-show').disabled")
+    browser.js("window.__invocations = []")
+    press(browser, 'button[data-policy-action="withdraw"][data-policy-id="budget:acme:1:gpt-a"]')
+    browser.wait_for(f"window.__invocations.length === {1 + len(LOOKUP_CALLS)}")
+    assert browser.js("window.__invocations") == [
+        ["context::policy::withdraw", {"surface": "budget", "namespace": "acme", "model_id": "gpt-a",
+                                       "token": "s3cret"}], *LOOKUP_CALLS]
+    browser.wait_for("document.getElementById('context-manager-cfg-policy-status').textContent === "
+                     "'Withdrew budget:acme:1:gpt-a'")
+    # The token stays in the view: the configuration is never proposed, the field stays a password.
+    assert browser.js("window.__proposals") == []
+    assert browser.js("document.getElementById('context-manager-cfg-policy-token').type") == "password"
+
+
+def test_a_refused_change_shows_the_workers_fault_and_reads_nothing_again(browser: Browser) -> None:
+    show_policies(browser, {}, POLICY_ANSWERS)
+    look_up(browser, "acme/proj-7", "gpt-a")
+    browser.js("window.__invocations = []")
+    press(browser, 'button[data-policy-action="activate"][data-policy-id="budget:acme:2"]')
+    browser.wait_for("document.getElementById('context-manager-cfg-policy-status').textContent !== ''")
+    assert policy_status(browser) == f"{UNAUTHORIZED['code']}: {UNAUTHORIZED['message']}"
+    assert browser.js("window.__invocations") == [["context::policy::activate", {"id": "budget:acme:2"}]]
+
+
+def test_the_org_global_level_alone_and_a_malformed_namespace(browser: Browser) -> None:
+    show_policies(browser, {}, POLICY_ANSWERS)
+    type_into(browser, "policy-namespace", "Acme/")
+    press(browser, "#context-manager-cfg-policy-show")
+    assert policy_status(browser) == NAMESPACE_FAULT
+    assert browser.js("window.__invocations") == []
+    type_into(browser, "policy-namespace", "")
+    press(browser, "#context-manager-cfg-policy-show")
+    browser.wait_for("document.querySelector('[data-policy-namespace]') !== null")
+    assert browser.js("window.__invocations") == [["context::policy::resolve", {}]] + [
+        ["context::policy::list", {"surface": s}] for s in ("budget", "retention", "settings")]
+    # No canned resolve for the org-global level: its fault stands where the resolution would.
+    assert browser.js("document.querySelector('[data-policy-resolve=\"fault\"]').textContent").startswith(
+        "context/not_found: ")
+    assert policy_rows(browser) == {"org-global": [
+        ["budget", "untagged", "1", "budget::1", "active", CREATED, '{"version":3,"headroom":0.1}', "Withdraw"],
+        ["retention", "untagged", "1", "retention::1", "active", CREATED, '{"verbatim_turns":3}', "Withdraw"]]}
+    assert policy_status(browser) == ""

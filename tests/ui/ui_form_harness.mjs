@@ -84,14 +84,16 @@ for (const s of scenarios) {
   // the render after the last edit.
   hooks.resetHooks()
   const proposals = []
-  let r = render({ value: s.value, errors }, proposals)
+  // `invoke: true`: the host gives the form an `invoke`, so the policy view is drawn.
+  const host = s.invoke ? { invoke: () => Promise.resolve({}) } : {}
+  let r = render({ value: s.value, errors, ...host }, proposals)
   for (const edit of s.edits || (s.edit ? [s.edit] : [])) {
     const c = r.controls[edit.key]
     if (c.type === 'Switch') c.props.onChange({ currentTarget: { checked: edit.checked } })
     else if (c.type === 'select') c.props.onChange({ target: { value: edit.raw } })
     else if (c.type === 'div') find(c.tree, (n) => n.type === 'textarea').props.onChange({ target: { value: edit.raw } })
     else c.props.onChange(edit.raw)
-    r = render({ value: s.value, errors }, proposals)
+    r = render({ value: s.value, errors, ...host }, proposals)
   }
   r.proposals = proposals
   const controls = {}
@@ -109,6 +111,19 @@ for (const s of scenarios) {
         help: help.children.map((n) => n.children.join('')), rules: rules.children.map((n) => n.children.join('')) }
     }
   }
-  out.results.push({ sections: r.sections, controls, proposals: r.proposals, alert: r.alert })
+  const view = find(r.tree, (n) => n.type === mod.PolicyView)
+  const policy = view ? { invoke: typeof view.props.invoke, tokenConfigured: view.props.tokenConfigured } : null
+  out.results.push({ sections: r.sections, controls, proposals: r.proposals, alert: r.alert, policy })
+}
+// The policy view's wording of levels, requests, sources and warnings.
+out.policyHelpers = {
+  levels: [mod.namespaceLevels(null), mod.namespaceLevels('acme'), mod.namespaceLevels('acme/proj-7/user-99')],
+  requests: [mod.scopeRequest('budget', null, null), mod.scopeRequest('settings', 'acme', 'gpt-a')],
+  sources: [mod.sourceText({ kind: 'worker_config' }),
+    mod.sourceText({ kind: 'policy', id: 'settings::1:gpt-4o', namespace: null, tagged_model: 'gpt-4o', version: 1 })],
+  warnings: [mod.warningText({ code: 'context_budget_resolved_at', namespace: null, tagged_model: null }),
+    mod.warningText({ code: 'retention_policy_overridden', namespace: 'acme', displaced: 'acme/proj-7' }),
+    mod.warningText({ code: 'something_new', namespace: 'acme' })],
+  faults: [mod.faultText({ code: 'context/unauthorized', message: 'no' }), mod.faultText(new Error('gone')), mod.faultText('x')],
 }
 process.stdout.write(JSON.stringify(out))

@@ -602,6 +602,254 @@ function row(key, label, help, defaultText, control, controlId) {
   })
 }
 
+// --- Policies: the published budget, retention and settings versions (docs/policies.md) -------
+// The console host may give the form `invoke(function_id, payload) -> Promise<answer>`, which calls
+// one of this worker's functions and rejects with `{code, message}` (or an Error) when the function
+// answers an error. Without it the section is not drawn. The view calls only the
+// `context::policy::*` functions, and never proposes a configuration: the write token typed here
+// stays in this view's state.
+const POLICY_ID = `${ID_PREFIX}-policy`
+const SURFACES = ['budget', 'retention', 'settings']
+const TAGGED_SURFACES = new Set(['budget', 'settings'])
+const NAMESPACE_PATTERN = /^[a-z0-9_-]{1,64}(\/[a-z0-9_-]{1,64})*$/
+const NAMESPACE_FAULT = 'namespace: expected segments of 1 to 64 characters a-z, 0-9, _, - separated by /, at most 255 characters'
+
+// The levels a namespace resolves through, nearest first: itself, each ancestor, org-global (null).
+export function namespaceLevels(namespace) {
+  if (namespace === null) return [null]
+  const parts = namespace.split('/')
+  return [...parts.map((_, i) => parts.slice(0, parts.length - i).join('/')), null]
+}
+
+export const levelName = (namespace) => (namespace === null ? 'org-global' : namespace)
+
+// The request naming one scope: members left out at the org-global level and for untagged versions.
+export function scopeRequest(surface, namespace, modelId) {
+  const request = { surface }
+  if (namespace !== null) request.namespace = namespace
+  if (modelId !== null) request.model_id = modelId
+  return request
+}
+
+export function sourceText(source) {
+  if (!source || source.kind !== 'policy') return 'the worker\'s configuration'
+  const tag = source.tagged_model === null || source.tagged_model === undefined ? 'untagged' : `tagged ${source.tagged_model}`
+  return `${source.id} (${levelName(source.namespace)}, ${tag}, version ${source.version})`
+}
+
+export function warningText(warning) {
+  if (warning.code === 'context_budget_resolved_at') {
+    const tag = warning.tagged_model ? `, tagged ${warning.tagged_model}` : ''
+    return `${warning.code}: the budget comes from ${levelName(warning.namespace)}${tag}`
+  }
+  if (warning.code === 'retention_policy_overridden') {
+    return `${warning.code}: the retention policy of ${levelName(warning.namespace)} hides that of ${levelName(warning.displaced)}`
+  }
+  return JSON.stringify(warning)
+}
+
+export function faultText(error) {
+  if (error && typeof error === 'object' && typeof error.code === 'string') return `${error.code}: ${error.message ?? ''}`
+  if (error instanceof Error) return error.message
+  return String(error)
+}
+
+const withToken = (request, token) => (token === '' ? request : { ...request, token })
+
+export function PolicyView(props) {
+  const invoke = props.invoke
+  const [namespace, setNamespace] = useState('')
+  const [model, setModel] = useState('')
+  const [token, setToken] = useState('')
+  // What is shown: { namespace, modelId, resolved | resolveFault, scopes: [{ request, versions | fault }] }.
+  const [shown, setShown] = useState(null)
+  const [status, setStatus] = useState('')
+  const [busy, setBusy] = useState(false)
+
+  const load = async (ns, modelId) => {
+    const scopes = namespaceLevels(ns).flatMap((level) =>
+      SURFACES.flatMap((surface) => [
+        scopeRequest(surface, level, null),
+        ...(modelId !== null && TAGGED_SURFACES.has(surface) ? [scopeRequest(surface, level, modelId)] : []),
+      ]),
+    )
+    const resolveRequest = {}
+    if (ns !== null) resolveRequest.namespace = ns
+    if (modelId !== null) resolveRequest.model_id = modelId
+    setBusy(true)
+    const answers = await Promise.allSettled([
+      invoke('context::policy::resolve', resolveRequest),
+      ...scopes.map((request) => invoke('context::policy::list', request)),
+    ])
+    setBusy(false)
+    const [resolved, ...lists] = answers
+    setShown({
+      namespace: ns,
+      modelId,
+      resolved: resolved.status === 'fulfilled' ? resolved.value : null,
+      resolveFault: resolved.status === 'rejected' ? faultText(resolved.reason) : null,
+      scopes: scopes.map((request, i) =>
+        lists[i].status === 'fulfilled'
+          ? { request, versions: Array.isArray(lists[i].value && lists[i].value.versions) ? lists[i].value.versions : [] }
+          : { request, fault: faultText(lists[i].reason) },
+      ),
+    })
+  }
+
+  const show = () => {
+    const ns = namespace.trim()
+    if (ns !== '' && (ns.length > 255 || !NAMESPACE_PATTERN.test(ns))) {
+      setStatus(NAMESPACE_FAULT)
+      return
+    }
+    setStatus('')
+    load(ns === '' ? null : ns, model.trim() === '' ? null : model.trim())
+  }
+
+  // A change (activate or withdraw), then the view read again so it shows what is now in force.
+  const change = async (functionId, request, done) => {
+    setBusy(true)
+    let answer
+    try {
+      answer = await invoke(functionId, withToken(request, token))
+    } catch (error) {
+      setBusy(false)
+      setStatus(faultText(error))
+      return
+    }
+    setStatus(done(answer))
+    await load(shown.namespace, shown.modelId)
+  }
+
+  const activate = (version) =>
+    change('context::policy::activate', { id: version.id }, (answer) => `Activated ${answer.id ?? version.id}`)
+
+  const withdraw = (request) =>
+    change('context::policy::withdraw', request, (answer) =>
+      answer.withdrawn ? `Withdrew ${answer.withdrawn}` : 'Nothing was active in that scope')
+
+  const field = (key, label, help, control) =>
+    h(
+      'div',
+      { key, className: 'ctx-cfg-policy-field' },
+      h('label', { htmlFor: `${POLICY_ID}-${key}` }, label),
+      control,
+      h('span', { id: `${POLICY_ID}-${key}-help`, className: 'ctx-cfg-policy-help' }, help),
+    )
+
+  const textInput = (key, label, value, onChange, extra = {}) =>
+    h(Input, {
+      id: `${POLICY_ID}-${key}`,
+      className: 'ctx-cfg-control ctx-cfg-path',
+      type: 'text',
+      value,
+      spellCheck: false,
+      autoComplete: 'off',
+      'aria-label': label,
+      'aria-describedby': `${POLICY_ID}-${key}-help`,
+      onChange,
+      ...extra,
+    })
+
+  const versionRow = (scope, version) => {
+    const { request } = scope
+    const action = version.is_active
+      ? h('button', { type: 'button', className: 'ctx-cfg-policy-action', disabled: busy, 'data-policy-action': 'withdraw',
+          'data-policy-id': version.id, onClick: () => withdraw(request) }, 'Withdraw')
+      : h('button', { type: 'button', className: 'ctx-cfg-policy-action', disabled: busy, 'data-policy-action': 'activate',
+          'data-policy-id': version.id, onClick: () => activate(version) }, 'Activate')
+    return h(
+      'tr',
+      { key: version.id, 'data-policy-version': version.id, className: version.is_active ? 'ctx-cfg-policy-active' : undefined },
+      h('td', null, request.surface),
+      h('td', null, request.model_id ?? 'untagged'),
+      h('td', null, String(version.version)),
+      h('td', null, h('code', null, version.id)),
+      h('td', { className: 'ctx-cfg-policy-state' }, version.is_active ? 'active' : 'inactive'),
+      h('td', null, version.created_at),
+      h('td', { className: 'ctx-cfg-policy-document' }, h('code', null, JSON.stringify(version.document))),
+      h('td', null, action),
+    )
+  }
+
+  const levelBlock = (level) => {
+    const scopes = shown.scopes.filter((s) => (s.request.namespace ?? null) === level)
+    const rows = scopes.flatMap((scope) =>
+      scope.fault !== undefined
+        ? [h('tr', { key: `${scope.request.surface}:${scope.request.model_id ?? ''}`, className: 'ctx-cfg-problem' },
+            h('td', null, scope.request.surface), h('td', null, scope.request.model_id ?? 'untagged'),
+            h('td', { colSpan: 6 }, scope.fault))]
+        : scope.versions.map((version) => versionRow(scope, version)),
+    )
+    return h(
+      'div',
+      { key: levelName(level), className: 'ctx-cfg-policy-level', 'data-policy-namespace': levelName(level) },
+      h('h3', null, levelName(level)),
+      rows.length === 0
+        ? h('p', { className: 'ctx-cfg-policy-help' }, 'Nothing published at this level.')
+        : h(
+            'table',
+            { className: 'ctx-cfg-policy-table' },
+            h('thead', null, h('tr', null, ...['Surface', 'Model', 'Version', 'Id', 'State', 'Created', 'Document', '']
+              .map((title) => h('th', { key: title }, title)))),
+            h('tbody', null, ...rows),
+          ),
+    )
+  }
+
+  const resolution = () => {
+    if (shown.resolveFault !== null) {
+      return h('p', { className: 'ctx-cfg-problem', 'data-policy-resolve': 'fault' }, shown.resolveFault)
+    }
+    const { sources, warnings } = shown.resolved
+    return h(
+      'div',
+      { className: 'ctx-cfg-policy-resolved' },
+      h('h3', null, `${levelName(shown.namespace)}, ${shown.modelId === null ? 'untagged model' : `model ${shown.modelId}`}, is served with`),
+      h(
+        'table',
+        { className: 'ctx-cfg-policy-table', 'data-policy-resolve': 'sources' },
+        h('tbody', null, ...SURFACES.map((surface) =>
+          h('tr', { key: surface }, h('th', null, surface), h('td', null, sourceText((sources || {})[surface]))))),
+      ),
+      h(
+        'ul',
+        { className: 'ctx-cfg-policy-warnings', 'data-policy-resolve': 'warnings' },
+        ...(warnings || []).map((w, i) => h('li', { key: i }, warningText(w))),
+      ),
+    )
+  }
+
+  return h(
+    SettingsSection,
+    {
+      title: 'Policies',
+      description: 'Published budget, retention and settings versions of a namespace and its ancestors, what a namespace and model resolve to, and activate or withdraw a version. These are not part of the configuration above.',
+    },
+    h(
+      'div',
+      { className: 'ctx-cfg-policies' },
+      h(
+        'div',
+        { className: 'ctx-cfg-policy-query' },
+        field('namespace', 'Namespace', 'Empty: the org-global level only; acme/proj-7 also lists acme and org-global.',
+          textInput('namespace', 'Namespace', namespace, setNamespace, { placeholder: 'org-global' })),
+        field('model', 'Model', 'A request\'s model.id: lists the versions tagged with it beside the untagged ones.',
+          textInput('model', 'Model', model, setModel, { placeholder: 'untagged' })),
+        field('token', 'Write token',
+          props.tokenConfigured
+            ? 'This configuration sets policy_write_token: activating and withdrawing need it. Never saved.'
+            : 'Needed when the worker\'s policy_write_token is set. Never saved.',
+          textInput('token', 'Write token', token, setToken, { type: 'password', autoComplete: 'new-password' })),
+        h('button', { type: 'button', id: `${POLICY_ID}-show`, className: 'ctx-cfg-policy-action', disabled: busy, onClick: show }, 'Show'),
+      ),
+      h('div', { id: `${POLICY_ID}-status`, className: 'ctx-cfg-policy-status', role: 'status' }, status),
+      shown === null ? null : resolution(),
+      shown === null ? null : h('div', { className: 'ctx-cfg-policy-levels' }, ...namespaceLevels(shown.namespace).map(levelBlock)),
+    ),
+  )
+}
+
 export function ContextManagerConfigForm(props) {
   const value = objectOrEmpty(props.value)
   const errors = errorEntries(props.errors)
@@ -997,6 +1245,9 @@ export function ContextManagerConfigForm(props) {
           'Settings no section above groups yet, each under its name and the schema\'s description.',
           ...OTHER_KEYS.map(otherRow),
         )
+      : null,
+    typeof props.invoke === 'function'
+      ? h(PolicyView, { invoke: props.invoke, tokenConfigured: typeof value.policy_write_token === 'string' })
       : null,
     errors.length > 0
       ? h(
