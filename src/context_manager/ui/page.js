@@ -657,7 +657,8 @@ export function faultText(error) {
 const withToken = (request, token) => (token === '' ? request : { ...request, token })
 
 export function PolicyView(props) {
-  const invoke = props.invoke
+  // A host's invoke that throws instead of rejecting is taken as a rejection.
+  const invoke = async (functionId, request) => props.invoke(functionId, request)
   const [namespace, setNamespace] = useState('')
   const [model, setModel] = useState('')
   const [token, setToken] = useState('')
