@@ -91,17 +91,27 @@ def named_sessions(sessions: list[Session], names: str) -> list[Session] | None:
     return pick_named(sessions, names, "session(s)", lambda s: s.name)
 
 
-def sessions_of(data: Path | None) -> list[Session] | None:
-    """The sessions of ``--data`` (the generated ones when ``None``); None, with the reason printed
-    to stderr, when the folder is missing or a file cannot be read."""
+def sessions_of(data: Path | None, names: str | None = None) -> list[Session] | None:
+    """The sessions of ``--data`` (the generated ones when ``None``), only those ``names`` picks
+    when given; None, with the reason printed to stderr, when the folder is missing, a file cannot
+    be read, a name is unknown or nothing is left."""
     if data is not None and not data.is_dir():
         print(f"no such directory: {data}", file=sys.stderr)
         return None
     try:
-        return shipped_sessions(data) if data else shipped_sessions()
+        sessions = shipped_sessions(data) if data else shipped_sessions()
     except (OSError, ValueError, KeyError, TypeError) as exc:  # unreadable, not JSON, no messages
         print(f"cannot read the recorded sessions: {exc!r}", file=sys.stderr)
         return None
+    if names:
+        picked = named_sessions(sessions, names)
+        if picked is None:
+            return None
+        sessions = picked
+    if not sessions:
+        print("no recorded sessions (*.json, *.json.gz) found", file=sys.stderr)
+        return None
+    return sessions
 
 
 def real_sessions(directory: Path = REAL_SESSIONS) -> list[Session]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench.kit.loop import GuidanceHook
 from bench.kit.peers import Peer
-from bench.kit.sessions import named_sessions, pick_named, sessions_of
+from bench.kit.sessions import pick_named, sessions_of
 from bench.latency.clock import DEFAULT_LATENCIES, DEFAULT_STEP_SECONDS
 from bench.latency.peers import LATENCY_PEERS
 from bench.latency.run import LEGEND, measure, session_table, table
@@ -49,17 +49,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    loaded = sessions_of(args.data)
-    if loaded is None:
-        return 2
-    sessions = loaded
-    if args.sessions:
-        picked = named_sessions(sessions, args.sessions)
-        if picked is None:
-            return 2
-        sessions = picked
-    if not sessions:
-        print("no recorded sessions (*.json, *.json.gz) found", file=sys.stderr)
+    sessions = sessions_of(args.data, args.sessions)
+    if sessions is None:
         return 2
     try:
         latencies = [float(x) for x in args.summarizer_latency.split(",") if x.strip()]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.kit.generate import plan_sessions
-from bench.kit.sessions import named_sessions, sessions_of
+from bench.kit.sessions import sessions_of
 from bench.recall.modes import DEFAULT_BUDGETS, MODES, QUICK_MODES, budget, mode
 from bench.recall.plan import PLAN_MODES, measure_plans, plan_table
 from bench.recall.run import LEGEND, QUICK_SESSION, measure, table
@@ -76,18 +76,9 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     if args.plans:
         return plans_main(args)
-    loaded = sessions_of(args.data)
-    if loaded is None:
-        return 2
-    sessions = loaded
     wanted = args.sessions or (QUICK_SESSION if args.quick and not args.data else None)
-    if wanted:
-        picked = named_sessions(sessions, wanted)
-        if picked is None:
-            return 2
-        sessions = picked
-    if not sessions:
-        print("no recorded sessions (*.json, *.json.gz) found", file=sys.stderr)
+    sessions = sessions_of(args.data, wanted)
+    if sessions is None:
         return 2
     budgets = _names(args.budgets, ("16k/2k",) if args.quick else DEFAULT_BUDGETS)
     modes = _names(args.modes, QUICK_MODES if args.quick else tuple(m.name for m in MODES))

@@ -24,7 +24,7 @@ from context_manager.core.retention_policy import (
     ToolTreatment,
     Truncation,
 )
-from context_manager.wire.decode import unexpected
+from context_manager.wire.decode import object_fault, unexpected
 from context_manager.wire.errors import DecodeError
 from context_manager.wire.ints import U64_MAX
 
@@ -59,12 +59,9 @@ def parse_retention(value: Any, path: str = KEY) -> RetentionPolicy | None:
 
 
 def _members(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise PolicyError(path, f"expected an object, got {unexpected(value)}")
-    for key in sorted(value):
-        if key not in allowed:
-            expected = ", ".join(f"`{k}`" for k in allowed)
-            raise PolicyError(path, f"unknown member `{key}`, expected one of {expected}")
+    fault = object_fault(value, allowed)
+    if fault is not None:
+        raise PolicyError(path, fault)
     return value
 
 

@@ -81,14 +81,23 @@ _DATA_FILE = "functions.json"
 _POLICY_DATA_FILE = "policy_functions.json"
 
 
-@lru_cache(maxsize=1)
-def _load() -> tuple[dict[str, Any], ...]:
-    text = resources.files(__name__).joinpath(_DATA_FILE).read_text(encoding="utf-8")
+def _read(data_file: str, expected: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    text = resources.files(__name__).joinpath(data_file).read_text(encoding="utf-8")
     entries = json.loads(text)
     ids = tuple(entry["id"] for entry in entries)
-    if ids != FUNCTION_IDS:
-        raise RuntimeError(f"{_DATA_FILE} lists {ids}, expected {FUNCTION_IDS}")
+    if ids != expected:
+        raise RuntimeError(f"{data_file} lists {ids}, expected {expected}")
     return tuple(entries)
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[dict[str, Any], ...]:
+    return _read(_DATA_FILE, FUNCTION_IDS)
+
+
+@lru_cache(maxsize=1)
+def _load_policy() -> tuple[dict[str, Any], ...]:
+    return _read(_POLICY_DATA_FILE, POLICY_FUNCTION_IDS)
 
 
 def function_definitions() -> list[dict[str, Any]]:
@@ -98,16 +107,6 @@ def function_definitions() -> list[dict[str, Any]]:
     The caller gets its own copy.
     """
     return copy.deepcopy(list(_load()))
-
-
-@lru_cache(maxsize=1)
-def _load_policy() -> tuple[dict[str, Any], ...]:
-    text = resources.files(__name__).joinpath(_POLICY_DATA_FILE).read_text(encoding="utf-8")
-    entries = json.loads(text)
-    ids = tuple(entry["id"] for entry in entries)
-    if ids != POLICY_FUNCTION_IDS:
-        raise RuntimeError(f"{_POLICY_DATA_FILE} lists {ids}, expected {POLICY_FUNCTION_IDS}")
-    return tuple(entries)
 
 
 def policy_function_definitions() -> list[dict[str, Any]]:

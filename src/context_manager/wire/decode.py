@@ -65,6 +65,18 @@ def unexpected(value: Any) -> str:
     return "value"
 
 
+def object_fault(value: Any, allowed: tuple[str, ...]) -> str | None:
+    """Why ``value`` is not an object with members among ``allowed`` (the first unknown member in
+    sorted order), or ``None`` when it is one."""
+    if type(value) is not dict:
+        return f"expected an object, got {unexpected(value)}"
+    for key in sorted(value):
+        if key not in allowed:
+            expected = ", ".join(f"`{k}`" for k in allowed)
+            return f"unknown member `{key}`, expected one of {expected}"
+    return None
+
+
 def invalid_type(value: Any, expected: str) -> DecodeError:
     return DecodeError(f"invalid type: {unexpected(value)}, expected {expected}")
 

@@ -34,6 +34,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from context_manager.core.compaction.sections import split_headed
 from context_manager.core.counting.estimate import Estimator
 from context_manager.wire.codec import dumps
 
@@ -88,18 +89,8 @@ def head_plans(head: Sequence[Message], functions: Collection[str]) -> dict[str,
 
 
 def split_plan(summary: str) -> tuple[str, str]:
-    """(``summary`` without its plan sections, their lines): every section under :data:`HEADING`
-    up to the next Markdown heading."""
-    kept: list[str] = []
-    section: list[str] = []
-    inside = False
-    for line in summary.split("\n"):
-        if line.startswith("#"):
-            inside = line.strip() == HEADING
-            if inside:
-                continue
-        (section if inside else kept).append(line)
-    return "\n".join(kept).strip("\n"), "\n".join(section)
+    """(``summary`` without its plan sections, their lines): see :func:`split_headed`."""
+    return split_headed(summary, HEADING)
 
 
 def parse_plans(section: str) -> list[Plan]:

@@ -46,6 +46,7 @@ from context_manager.core.compaction.artifacts import (
 )
 from context_manager.core.compaction.plan import Plan, current_plans, parse_plans, split_plan
 from context_manager.core.compaction.plan import render as render_plans
+from context_manager.core.compaction.sections import split_headed
 from context_manager.core.counting.estimate import Estimator
 
 Message = dict[str, Any]
@@ -86,18 +87,8 @@ def section_budget(summary_budget: int) -> int:
 
 
 def split_section(summary: str) -> tuple[str, str]:
-    """(``summary`` without its working set sections, their text): every section under
-    :data:`HEADING` up to the next Markdown heading."""
-    kept: list[str] = []
-    section: list[str] = []
-    inside = False
-    for line in summary.split("\n"):
-        if line.startswith("#"):
-            inside = line.strip() == HEADING
-            if inside:
-                continue
-        (section if inside else kept).append(line)
-    return "\n".join(kept).strip("\n"), "\n".join(section)
+    """(``summary`` without its working set sections, their lines): see :func:`split_headed`."""
+    return split_headed(summary, HEADING)
 
 
 def parse_section(section: str) -> list[Entry]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_manager.core.policies.namespace import invalid
-from context_manager.wire.decode import unexpected
+from context_manager.wire.decode import object_fault, unexpected
 from context_manager.wire.ints import U64_MAX
 
 VERSION = 3
@@ -43,12 +43,9 @@ def _number(value: Any) -> bool:
 
 
 def _object(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise invalid(path, f"expected an object, got {unexpected(value)}")
-    for key in sorted(value):
-        if key not in allowed:
-            expected = ", ".join(f"`{k}`" for k in allowed)
-            raise invalid(path, f"unknown member `{key}`, expected one of {expected}")
+    fault = object_fault(value, allowed)
+    if fault is not None:
+        raise invalid(path, fault)
     return value
 
 
