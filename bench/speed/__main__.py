@@ -13,6 +13,7 @@ COMMANDS = {
     "profile": ("bench.speed.profile", "cProfile top costs and a phase split of one call (W1 W2 W4 ...)"),
     "large-history": ("bench.speed.large_history", "in-process criteria on a 1 MB, 400-message history"),
     "turn-cost": ("bench.speed.turn_cost", "the warm agent-loop turn (W5) under two configurations"),
+    "instructions": ("bench.speed.instructions", "a warm call's instructions in two checkouts (valgrind)"),
 }
 
 
