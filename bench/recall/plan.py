@@ -32,6 +32,7 @@ from bench.kit.modes import BUDGETS, Mode
 from bench.kit.recall import pressure_calls
 from bench.kit.sessions import Session
 from bench.kit.table import markdown
+from bench.kit.tally import Share
 
 LONG_CONSTRAINT = 300
 DONE = ("completed", "done")
@@ -104,21 +105,14 @@ def shown(version: PlanVersion, texts: str, calls: list[tuple[str, Any]]) -> boo
 
 @dataclass
 class PlanFidelity:
-    calls: int = 0
-    plan_kept: int = 0
+    """``plans``: pressure calls whose context shows the latest plan, of those checked;
+    ``constraints``: long user constraints kept, of those given before a checked call."""
+
+    plans: Share = field(default_factory=Share)
+    constraints: Share = field(default_factory=Share)
     stale: int = 0
     regressions: int = 0
-    constraints: int = 0
-    constraints_kept: int = 0
     missed_constraints: list[tuple[str, int]] = field(default_factory=list)
-
-    @property
-    def plan_share(self) -> float | None:
-        return self.plan_kept / self.calls if self.calls else None
-
-    @property
-    def constraint_share(self) -> float | None:
-        return self.constraints_kept / self.constraints if self.constraints else None
 
 
 class PlanObserver:
@@ -142,17 +136,17 @@ class PlanObserver:
         if not before:
             return
         result = self.result
-        result.calls += 1
-        result.constraints += len(constraints)
         if call.response is None:
+            result.plans.total += 1
+            result.constraints.total += len(constraints)
             result.missed_constraints += [(c[:40], call.index) for c in constraints]
             return
         texts, calls = _texts(call.response), _calls(call.response)
         latest = before[-1]
         present = [v for v in before if shown(v, texts, calls)]
-        if shown(latest, texts, calls):
-            result.plan_kept += 1
-        elif present:
+        kept = shown(latest, texts, calls)
+        result.plans.count(kept)
+        if not kept and present:
             result.stale += 1
             newest_shown = present[-1]
             done = {text for text, status in latest.items() if status in DONE}
@@ -160,9 +154,8 @@ class PlanObserver:
                                       if text in done and status not in DONE)
         squashed = _squash(texts)
         for constraint in constraints:
-            if constraint in squashed:
-                result.constraints_kept += 1
-            else:
+            result.constraints.count(constraint in squashed)
+            if constraint not in squashed:
                 result.missed_constraints.append((constraint[:40], call.index))
 
 
@@ -179,10 +172,10 @@ def measure_plans(sessions: list[Session], budget_name: str, window: str, output
             bill.add(ledger)
             overflows += ledger.overflows
         found = observer.result
-        rows.append({"budget": budget_name, "mode": chosen.name, "calls": found.calls,
-                     "plan_fidelity": found.plan_share, "stale_plans": found.stale,
-                     "regressions": found.regressions, "constraint_fidelity": found.constraint_share,
-                     "constraints": found.constraints, "overflows": overflows,
+        rows.append({"budget": budget_name, "mode": chosen.name, "calls": found.plans.total,
+                     "plan_fidelity": found.plans.ratio, "stale_plans": found.stale,
+                     "regressions": found.regressions, "constraint_fidelity": found.constraints.ratio,
+                     "constraints": found.constraints.total, "overflows": overflows,
                      "billed_auto": bill.billed_automatic, "missed_constraints": found.missed_constraints})
     return rows
 

@@ -10,9 +10,10 @@ context holds the first user message's text verbatim.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from bench.kit.tally import Share
 from context_manager.core.compaction.prompts import trim
 from context_manager.core.compaction.retention_check import argument_strings, head_texts, normalize
 from context_manager.wire.codec import canonical_free_form, dumps
@@ -22,16 +23,14 @@ OPENING_CHARS = 100
 
 @dataclass
 class Probes:
-    users_found: int = 0
-    users: int = 0
-    paths_found: int = 0
-    paths: int = 0
+    """Of the head's user openings and paths, how many the returned context holds."""
+
+    users: Share = field(default_factory=Share)
+    paths: Share = field(default_factory=Share)
 
     def add(self, other: Probes) -> None:
-        self.users_found += other.users_found
-        self.users += other.users
-        self.paths_found += other.paths_found
-        self.paths += other.paths
+        self.users.add(other.users)
+        self.paths.add(other.paths)
 
 
 def _texts(content: Sequence[dict[str, Any]]) -> list[str]:
@@ -80,9 +79,7 @@ def head_probes(head: Sequence[dict[str, Any]], returned: str) -> Probes:
     # The paths are the retention check's own, so a probe counts only what the check would keep.
     paths = [text for _index, text, is_path in head_texts(head) if is_path]
     for opening in dict.fromkeys(openings):
-        probes.users += 1
-        probes.users_found += normalize(opening) in haystack
+        probes.users.count(normalize(opening) in haystack)
     for path in dict.fromkeys(normalize(path) for path in paths):
-        probes.paths += 1
-        probes.paths_found += path in haystack
+        probes.paths.count(path in haystack)
     return probes

@@ -82,8 +82,8 @@ def row(session: Session, stats: ReplayStats) -> tuple[str, ...]:
     return (session.name, str(session.tool_rounds), stats.budget, stats.mode, str(stats.calls),
             f"{stats.input_tokens:,}", str(stats.cache_busts), str(stats.overflows), str(stats.pruned),
             str(stats.capped), str(stats.compacted), str(stats.dropped),
-            _share(stats.probes.users_found, stats.probes.users),
-            _share(stats.probes.paths_found, stats.probes.paths),
+            _share(stats.probes.users.found, stats.probes.users.total),
+            _share(stats.probes.paths.found, stats.probes.paths.total),
             _share(stats.task_kept, stats.calls), str(stats.task_repeated))
 
 

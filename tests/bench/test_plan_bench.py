@@ -78,5 +78,5 @@ def test_fidelity_stale_plans_regressions_and_constraints_are_counted():
     observer(session, Call(4, [], None, None))  # an overflow keeps nothing
     observer(session, Call(2, [], None, {"system_prompt": "", "messages": []}))  # not a pressure call
     found = observer.result
-    assert (found.calls, found.plan_kept, found.stale, found.regressions) == (4, 2, 1, 1)
-    assert (found.constraints, found.constraints_kept) == (4, 1)
+    assert (found.plans.total, found.plans.found, found.stale, found.regressions) == (4, 2, 1, 1)
+    assert (found.constraints.total, found.constraints.found) == (4, 1)

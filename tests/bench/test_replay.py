@@ -164,19 +164,19 @@ def test_an_anchor_keeps_the_task_in_every_call_and_the_check_keeps_the_head(ses
     session = sessions[SINGLE_TASK]
     anchored = replay(session, "32k", MODES_BY_NAME["summariser+anchor+check"])
     assert (anchored.overflows, anchored.task_kept, anchored.calls) == (0, 161, 161)
-    assert anchored.probes.users == 0  # the request is pinned, never in a summarised head
+    assert anchored.probes.users.total == 0  # the request is pinned, never in a summarised head
     plain = replay(session, "32k", MODES_BY_NAME["summariser+check"])
     # Only the first compaction's head holds the (single) request.
-    assert (plain.probes.users_found, plain.probes.users, plain.compacted) == (1, 1, 13)
+    assert (plain.probes.users.found, plain.probes.users.total, plain.compacted) == (1, 1, 13)
     # What the check appended is carried through every later update, so no path is lost.
-    assert plain.probes.paths_found == plain.probes.paths > 0
-    assert anchored.probes.paths_found == anchored.probes.paths > 0
+    assert plain.probes.paths.found == plain.probes.paths.total > 0
+    assert anchored.probes.paths.found == anchored.probes.paths.total > 0
 
 
 def test_the_extractive_fallback_compacts_without_any_summariser(sessions):
     stats = replay(sessions[SINGLE_TASK], "32k", MODES_BY_NAME["none+extractive"])
     assert (stats.overflows, stats.compacted, stats.cache_busts) == (0, 15, 15)
-    assert stats.probes.paths_found == stats.probes.paths > 0
+    assert stats.probes.paths.found == stats.probes.paths.total > 0
 
 
 def test_the_command_rejects_unknown_names(capsys):

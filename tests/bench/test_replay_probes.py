@@ -6,6 +6,7 @@ from typing import Any
 
 from compaction_support import FR, U, decoded
 
+from bench.kit.tally import Share
 from bench.replay.probes import Probes, head_probes
 from context_manager.core.compaction.retention_check import must_keep, normalize
 
@@ -31,9 +32,9 @@ def test_the_probe_paths_are_the_checks_paths():
                    if normalize(item.text) not in user_texts]
     assert check_paths == ["src/app.py", "https://example.com/spec", "/testbed/src/app.py", "docs/x.md"]
     # Nothing returned: every probe misses; the counts are the check's items.
-    assert head_probes(HEAD, "") == Probes(users_found=0, users=2, paths_found=0, paths=4)
+    assert head_probes(HEAD, "") == Probes(users=Share(0, 2), paths=Share(0, 4))
 
 
 def test_a_probe_is_found_with_whitespace_and_case_collapsed():
     returned = "FIX   src/app.py, see https://example.com/spec\n/TESTBED/src/app.py"
-    assert head_probes(HEAD, returned) == Probes(users_found=1, users=2, paths_found=3, paths=4)
+    assert head_probes(HEAD, returned) == Probes(users=Share(1, 2), paths=Share(3, 4))
