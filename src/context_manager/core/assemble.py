@@ -68,6 +68,7 @@ from typing import Any, Protocol
 from context_manager.core.anchor import anchor_length
 from context_manager.core.budget import default_reserved, summary_budget, usable_budget
 from context_manager.core.carried_anchor import restore, split_summary, with_anchor
+from context_manager.core.compaction import ahead
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.compaction.recall import recall, remember, with_round_trip
@@ -141,6 +142,8 @@ class AssembleDeps(Protocol):
     session_store: SessionStore | None
     # The provider's own counter (``estimator: router``); None counts locally.
     token_counter: TokenCounter | None
+    # compact_ahead_at: runs the summaries computed ahead of time (``core.compaction.ahead``).
+    ahead_runner: Any
 
     @property
     def sent_ledger(self) -> Ledger | None:
@@ -341,6 +344,12 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
             return await _uncalibrated(request, deps, reuse, error)
         # Over the calibrated budget but within the uncalibrated one: answered uncalibrated.
         calibration = initial_calibration = None
+    # [hook: compact_ahead_at, the answer is final] maybe start the session's summary ahead of
+    # time, off this call (``core.compaction.ahead.after_call``); inert while the key is null.
+    if config.compact_ahead_at is not None and not options.preview_only:
+        ahead.after_call(_compaction_request(state, request, budget, estimator, config,
+                                             max(budget, usable) if guarded else None),
+                         state.total(), budget, applied["compacted"], deps)
     if digests is not None:
         _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens, usable)
     if calibration is not None:
@@ -771,4 +780,8 @@ def _apply_compaction(
 
 async def compaction_step(request: CompactionRequest, deps: AssembleDeps) -> InlineCompaction | None:
     """Inline compaction; ``None`` means "not compacted this call" (also without a summariser)."""
+    if request.config.compact_ahead_at is not None:
+        # [hook: compact_ahead_at, compaction] a summary computed ahead of time, else the no-wait
+        # path; the summariser is never called here (``core.compaction.ahead.compact_without_waiting``).
+        return await ahead.compact_without_waiting(request, deps, deps.session_store)
     return await try_compact(request, deps)
