@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import orjson
 
 from context_manager.adapters.callable_summarizer import AsyncSummarizer, SyncSummarizer
+from context_manager.adapters.job_runners import ThreadJobRunner
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.counting.calibration import SHARED_LEDGER
@@ -27,6 +28,9 @@ log = logging.getLogger("context_manager")
 # Every library call of this process shares one bounded store of remembered compactions, one
 # ledger of what it sent (``count_calibration: usage``) and, for the command line, one memo.
 LIBRARY_SESSIONS = MemorySessionStore()
+# The summaries computed ahead of time (``compact_ahead_at``) outlive the call that starts them:
+# they run on one background thread of the process, started with the first of them.
+LIBRARY_AHEAD = ThreadJobRunner()
 
 
 class UnknownFunction(Error, LookupError):
@@ -61,6 +65,8 @@ def build_context(config: WorkerConfig, summarizer: Summarizer | None) -> Handle
         # `lease_store: state` falls back to these files and `session_store: state` to the
         # process's memory: the same config works in a library call and in the worker.
         ctx.lease_store = FsLeaseStore(resolve_lease_dir(config.lease_dir), create=False)
+        if config.compact_ahead_at is not None:
+            ctx.ahead_runner = LIBRARY_AHEAD
     return ctx
 
 
