@@ -346,10 +346,9 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
         calibration = initial_calibration = None
     # [hook: compact_ahead_at, the answer is final] maybe start the session's summary ahead of
     # time, off this call (``core.compaction.ahead.after_call``); inert while the key is null.
-    if config.compact_ahead_at is not None and not options.preview_only:
+    if ahead.due(config, state.total(), budget, applied["compacted"]) and not options.preview_only:
         ahead.after_call(_compaction_request(state, request, budget, estimator, config,
-                                             max(budget, usable) if guarded else None),
-                         state.total(), budget, applied["compacted"], deps)
+                                             max(budget, usable) if guarded else None), deps)
     if digests is not None:
         _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens, usable)
     if calibration is not None:

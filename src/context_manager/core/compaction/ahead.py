@@ -2,8 +2,8 @@
 
 Two hooks in ``context::assemble``, both inert while ``compact_ahead_at`` is null:
 
-* :func:`after_call`, once a call's answer is final: when the context it returns exceeds
-  ``compact_ahead_at`` of the budget and the call did not compact, a background job is handed
+* :func:`due` then :func:`after_call`, once a call's answer is final: when the context it returns
+  exceeds ``compact_ahead_at`` of the budget and the call did not compact, a background job is handed
   to the process's ``JobRunner`` (``deps.ahead_runner``; a preview has none). Nothing the call
   returns depends on it, and nothing is awaited.
 * :func:`compact_without_waiting`, in place of the inline compaction of a call that must
@@ -100,17 +100,19 @@ def job_timeout_s(config: WorkerConfig) -> float:
 
 # --- hook 1: the call's answer is final ---------------------------------------------------------
 
-def after_call(request: CompactionRequest, total: int, budget: int, compacted: bool,
-               deps: AheadDeps) -> bool:
-    """Start the session's job when ``total`` (the returned context, in the budget's units)
-    exceeds ``compact_ahead_at`` of ``budget`` and the call did not compact; never waits.
+def due(config: WorkerConfig, total: int, budget: int, compacted: bool) -> bool:
+    """Should a call whose returned context holds ``total`` tokens (in the units of ``budget``)
+    start the session's job? Past ``compact_ahead_at`` of the budget, and it did not compact."""
+    share = config.compact_ahead_at
+    return share is not None and not compacted and total > floor(share * budget)
+
+
+def after_call(request: CompactionRequest, deps: AheadDeps) -> bool:
+    """Hand the session's job to the process's runner (when :func:`due`); never waits.
 
     ``request`` describes the context as returned (``core.assemble._compaction_request`` of the
     final state). ``True`` when a job was started.
     """
-    share = request.config.compact_ahead_at
-    if share is None or compacted or total <= floor(share * budget):
-        return False
     runner, store = deps.ahead_runner, deps.session_store
     if runner is None or store is None or deps.summarizer is None:
         return False
