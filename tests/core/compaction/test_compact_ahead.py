@@ -297,3 +297,16 @@ def test_the_lease_of_the_job_is_the_sessions(lease_key: str | None) -> None:
     expected = lease_key or lease.default_lease_key(decode_messages(body["messages"])[:1])
     assert ("swap", expected) in world.leases.log
     assert world.record(body["messages"], lease_key).head_len == 11
+
+
+def test_an_early_compaction_uses_a_ready_summary_and_otherwise_waits_for_one() -> None:
+    config = {**AHEAD, "eager_compaction_at": 0.8, "summarizer_fallback": "extractive"}
+    world = World(config)
+    body = payload(session(9))  # fits, past 0.8 of usable
+    applied = world.result(body)["applied"]
+    assert applied["compacted"] is False and world.summarizer.calls == 0
+    assert len(world.runner.jobs) == 1
+    world.runner.run_all()
+    applied = world.result(body)["applied"]
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 15)
+    assert world.summarizer.calls == 1

@@ -136,12 +136,19 @@ class _NoWait:
 async def compact_without_waiting(request: CompactionRequest, deps: InlineCompactionDeps,
                                   store: SessionStore | None) -> InlineCompaction | None:
     """The ready summary of the session when this history still extends its head, else the
-    no-wait path; never calls the summariser."""
-    if request.early_headroom is None and store is not None:
+    no-wait path; never calls the summariser.
+
+    An early compaction (``eager_compaction_at``: the context still fits) uses a ready summary
+    too, but without one it does not compact: only a call over budget must reduce, and an early
+    extractive summary would stand in for the summary the job is making.
+    """
+    if store is not None:
         ready = await ready_compaction(request, store)
         if ready is not None:
             deps.log.debug("compaction: a summary computed ahead of time is used")
             return ready
+    if request.early_headroom is not None:
+        return None
     return await try_compact(request, _NoWait(deps.log, deps.clock))
 
 
