@@ -310,3 +310,27 @@ def test_an_early_compaction_uses_a_ready_summary_and_otherwise_waits_for_one() 
     applied = world.result(body)["applied"]
     assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 15)
     assert world.summarizer.calls == 1
+
+
+def test_a_round_trip_loop_compacts_with_ready_summaries_only() -> None:
+    """The iii harness's loop: previous summary plus tail, the compaction persisted each time;
+    the jobs finish between turns. Every compaction is a ready summary, one summariser call each,
+    and no call's path calls the summariser."""
+    world = World({**AHEAD, "summarizer_fallback": "extractive"})
+    full = session(60, first="loop session")
+    start, previous, compactions = 0, None, []
+    for end in range(3, len(full) + 1, 2):
+        options: dict[str, Any] = {"lease_key": "loop"}
+        if previous is not None:
+            options["previous_summary"] = previous
+        before = world.summarizer.calls
+        applied = world.result(payload(full[start:end], **options))["applied"]
+        assert world.summarizer.calls == before  # nothing summarised on the call's path
+        if applied["compacted"]:
+            compactions.append((end, applied["summary_kind"], applied["summary"]))
+            previous, start = applied["summary"], start + applied["tail_start_index"]
+        world.runner.run_all()
+    assert [end for end, _, _ in compactions] == [21, 31, 41, 51, 61, 71, 81, 91, 101, 111, 121]
+    assert {kind for _, kind, _ in compactions} == {"llm"}
+    assert [summary for _, _, summary in compactions] == [f"AHEAD SUMMARY {i}" for i in range(1, 12)]
+    assert world.summarizer.calls == 11
