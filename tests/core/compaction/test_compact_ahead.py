@@ -334,3 +334,24 @@ def test_a_round_trip_loop_compacts_with_ready_summaries_only() -> None:
     assert {kind for _, kind, _ in compactions} == {"llm"}
     assert [summary for _, _, summary in compactions] == [f"AHEAD SUMMARY {i}" for i in range(1, 12)]
     assert world.summarizer.calls == 11
+
+
+def test_a_whole_history_loop_with_summary_reuse_chains_ready_summaries() -> None:
+    """A caller that re-sends everything: summary_reuse answers it as the round trip, so each
+    job builds on the summary before it, as for the previous-summary caller."""
+    world = World({**AHEAD, "summarizer_fallback": "extractive", "summary_reuse": True})
+    full = session(60, first="whole history session")
+    compactions = []
+    for end in range(3, len(full) + 1, 2):
+        before = world.summarizer.calls
+        result = world.result(payload(full[:end]))
+        assert world.summarizer.calls == before
+        assert result["token_count"] <= result["usable"]
+        applied = result["applied"]
+        if applied["compacted"]:
+            compactions.append((end, applied["summary_kind"], applied["summary"]))
+        world.runner.run_all()
+    assert {kind for _, kind, _ in compactions} == {"llm"}
+    assert [summary for _, _, summary in compactions] == [f"AHEAD SUMMARY {i}" for i in range(1, len(compactions) + 1)]
+    assert (len(compactions), world.summarizer.calls) == (11, 11)
+    assert "AHEAD SUMMARY 10" in world.summarizer.requests[-1].system_prompt  # built on the one before
