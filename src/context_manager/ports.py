@@ -302,10 +302,11 @@ class JobRunner(Protocol):
     finished is lost. Implementations bound how many run at once and how long each may take.
     """
 
-    def start(self, key: str, job: Callable[[], Awaitable[None]], timeout_s: float) -> bool:
-        """Start ``job`` unless one under ``key`` is still running here or the runner is at its
-        limit; never waits for it. ``True`` when it was started. A job still running after
-        ``timeout_s`` seconds is cancelled."""
+    def start(self, key: str, job: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """Start ``job`` unless one under ``key`` is still running here, a job under ``key``
+        settled it (answered ``True``) and the runner still remembers that, or the runner is at
+        its limit; never waits for it. ``True`` when it was started. A job still running after
+        ``timeout_s`` seconds is cancelled (and settles nothing)."""
         ...
 
 

@@ -46,6 +46,26 @@ def test_the_loop_runner_runs_one_job_per_key_within_its_limit() -> None:
     assert asyncio.run(main()) == ["a1", "b1", "a3"]
 
 
+def test_a_key_its_job_settled_is_not_started_again() -> None:
+    async def main() -> list[bool]:
+        runner = LoopJobRunner()
+        answers = iter([False, True])
+
+        async def job() -> bool:
+            return next(answers)
+
+        started = [runner.start("a", job, 5)]
+        await asyncio.sleep(0.01)  # answered False: not settled
+        started.append(runner.start("a", job, 5))
+        await asyncio.sleep(0.01)  # answered True: settled
+        started.append(runner.start("a", job, 5))
+        started.append(runner.start("b", job, 5))
+        await runner.aclose()
+        return started
+
+    assert asyncio.run(main()) == [True, True, False, True]
+
+
 def test_the_loop_runner_cancels_a_job_past_its_timeout_and_on_close() -> None:
     async def main() -> tuple[int, list[str]]:
         runner = LoopJobRunner()

@@ -7,8 +7,10 @@
   and is started on the first job: it ends with the process, and so do its jobs.
 
 Both bound the jobs running at once (``max_jobs``), run at most one per key, and cancel a job
-still running after its timeout. A job that raises is logged and forgotten: a summary computed
-ahead of time is never more than a saving.
+still running after its timeout. A job that answers ``True`` settled its key: the runner refuses
+that key again while it remembers it (the last ``SETTLED_KEYS`` settled keys), so the calls that
+follow a ready summary start nothing. A job that raises is logged and forgotten: a summary
+computed ahead of time is never more than a saving.
 """
 
 from __future__ import annotations
@@ -16,14 +18,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 log = logging.getLogger("context_manager.ahead")
 
 # Jobs one process runs at once; a job refused at the limit is started again by a later call.
 DEFAULT_MAX_JOBS = 4
+# Settled keys one runner remembers (a key is short: a session key and a digest).
+SETTLED_KEYS = 4096
 
-Job = Callable[[], Awaitable[None]]
+Job = Callable[[], Awaitable[bool]]
 
 
 class _Slots:
@@ -32,18 +37,23 @@ class _Slots:
     def __init__(self, max_jobs: int) -> None:
         self.max_jobs = max_jobs
         self._running: set[str] = set()
+        self._settled: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
     def take(self, key: str) -> bool:
         with self._lock:
-            if key in self._running or len(self._running) >= self.max_jobs:
+            if key in self._running or key in self._settled or len(self._running) >= self.max_jobs:
                 return False
             self._running.add(key)
             return True
 
-    def give_back(self, key: str) -> None:
+    def give_back(self, key: str, settled: bool = False) -> None:
         with self._lock:
             self._running.discard(key)
+            if settled:
+                self._settled[key] = None
+                if len(self._settled) > SETTLED_KEYS:
+                    self._settled.popitem(last=False)
 
     def __len__(self) -> int:
         with self._lock:
@@ -51,9 +61,10 @@ class _Slots:
 
 
 async def _bounded(job: Job, key: str, timeout_s: float, slots: _Slots) -> None:
+    settled = False
     try:
         async with asyncio.timeout(timeout_s):
-            await job()
+            settled = await job()
     except TimeoutError:
         log.warning("summary ahead of time for %s cancelled after %ss", key, timeout_s)
     except asyncio.CancelledError:
@@ -61,7 +72,7 @@ async def _bounded(job: Job, key: str, timeout_s: float, slots: _Slots) -> None:
     except Exception:
         log.exception("summary ahead of time for %s failed", key)
     finally:
-        slots.give_back(key)
+        slots.give_back(key, settled)
 
 
 class LoopJobRunner:

@@ -348,7 +348,7 @@ async def _assemble(request: AssembleRequest, deps: AssembleDeps, reuse: CallReu
     # time, off this call (``core.compaction.ahead.after_call``); inert while the key is null.
     if ahead.due(config, state.total(), budget, applied["compacted"]) and not options.preview_only:
         ahead.after_call(_compaction_request(state, request, budget, estimator, config,
-                                             max(budget, usable) if guarded else None), deps)
+                                             max(budget, usable) if guarded else None), deps, reuse.memo)
     if digests is not None:
         _remember_sent(state, request, digests, deps, initial_total - state.overhead_tokens, usable)
     if calibration is not None:

@@ -47,6 +47,7 @@ from context_manager.core.compaction.inline import (
 )
 from context_manager.core.compaction.produce import EXTRACTIVE, LLM, produce_summary
 from context_manager.core.compaction.recall import session_key
+from context_manager.core.memo import MessageMemo, remembered
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import (
     Clock,
@@ -107,18 +108,38 @@ def due(config: WorkerConfig, total: int, budget: int, compacted: bool) -> bool:
     return share is not None and not compacted and total > floor(share * budget)
 
 
-def after_call(request: CompactionRequest, deps: AheadDeps) -> bool:
+def after_call(request: CompactionRequest, deps: AheadDeps, memo: MessageMemo | None = None) -> bool:
     """Hand the session's job to the process's runner (when :func:`due`); never waits.
 
     ``request`` describes the context as returned (``core.assemble._compaction_request`` of the
-    final state). ``True`` when a job was started.
+    final state); ``memo``, the call's, keeps the session key on the first message's entry, so
+    the calls that follow do not hash it again. ``True`` when a job was started.
     """
     runner, store = deps.ahead_runner, deps.session_store
     if runner is None or store is None or deps.summarizer is None:
         return False
-    job = AheadJob(request, session_key(request.request_messages, request.lease_key), deps.summarizer,
+    job = AheadJob(request, _session_key(request, memo), deps.summarizer,
                    deps.lease_store, store, deps.clock, deps.log)
-    return runner.start(job.session, job.run, job_timeout_s(request.config))
+    return runner.start(job_key(job.session, request.previous_summary), job.run, job_timeout_s(request.config))
+
+
+def _session_key(request: CompactionRequest, memo: MessageMemo | None) -> str:
+    messages = request.request_messages
+    if request.lease_key is not None or not messages:
+        return session_key(messages, request.lease_key)
+    return remembered(memo, messages[0], _SESSION_KEY, lambda: session_key(messages, None))
+
+
+_SESSION_KEY = ("compact_ahead_at", "session key")
+
+
+def job_key(session: str, previous_summary: str | None) -> str:
+    """The runner's key of a job: the session and the previous summary it builds on, so a job
+    that settled one stretch of history (its summary is ready) is not started again for it,
+    while the next stretch (a new previous summary) gets its own."""
+    if previous_summary is None:
+        return session
+    return session + ":" + hashlib.sha256(previous_summary.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 # --- hook 2: a call that must compact -----------------------------------------------------------
@@ -190,8 +211,8 @@ class AheadJob:
     clock: Clock
     log: logging.Logger
 
-    async def run(self) -> None:
-        await run_job(self)
+    async def run(self) -> bool:
+        return await run_job(self)
 
 
 def _planned(request: CompactionRequest) -> tuple[int, int, str] | None:
@@ -212,26 +233,30 @@ def _still_ready(record: RememberedCompaction | None, request: CompactionRequest
             and head_digest(messages[:record.head_len], request.previous_summary) == record.head_digest)
 
 
-async def run_job(job: AheadJob) -> None:
-    """Summarise the planned head under the session's lease and keep the result (or nothing)."""
+async def run_job(job: AheadJob) -> bool:
+    """Summarise the planned head under the session's lease and keep the result (or nothing).
+
+    ``True`` when the session then holds a ready summary this history extends (made now or
+    before): the job has settled this stretch of history. ``False`` when it may still be worth
+    a later job: nothing to summarise yet, the lease held elsewhere, the summariser failed."""
     request = job.request
     planned = _planned(request)
     if planned is None:
-        return
+        return False
     head_len, tail, digest = planned
     key = record_key(job.session)
     if _still_ready(await job.store.get(key), request):
-        return
+        return True
     nonce: str | None = None
     if job.lease_store is not None:
         nonce = await lease.acquire(job.lease_store, job.clock, job.session,
                                     lease.ttl_ms(request.config.lease_ttl_secs))
         if nonce is None:
             job.log.debug("summary ahead of time skipped: lease %s is held", job.session)
-            return
+            return False
     try:
         if _still_ready(await job.store.get(key), request):
-            return  # another process finished one while this job waited for the lease
+            return True  # another process finished one while this job waited for the lease
         try:
             produced = await produce_summary(
                 job.summarizer,
@@ -247,10 +272,11 @@ async def run_job(job: AheadJob) -> None:
             )
         except SummarizeError as exc:
             job.log.warning("summary ahead of time not made: %s", exc)
-            return
+            return False
         await job.store.put(key, RememberedCompaction(
             summary=produced.text, head_len=tail, head_digest=digest,
             anchor_len=request.view_to_orig[0], retained_items=produced.retained_items))
+        return True
     finally:
         if job.lease_store is not None and nonce is not None:
             await lease.release(job.lease_store, job.session, nonce)
