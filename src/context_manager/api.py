@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import orjson
 
 from context_manager.adapters.callable_summarizer import AsyncSummarizer, SyncSummarizer
-from context_manager.adapters.job_runners import ThreadJobRunner
+from context_manager.adapters.job_runners import LoopJobRunner, ThreadJobRunner
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.counting.calibration import SHARED_LEDGER
@@ -31,6 +31,8 @@ LIBRARY_SESSIONS = MemorySessionStore()
 # The summaries computed ahead of time (``compact_ahead_at``) outlive the call that starts them:
 # they run on one background thread of the process, started with the first of them.
 LIBRARY_AHEAD = ThreadJobRunner()
+# acall()'s run on the caller's own event loop instead, where an ``async`` summariser's resources live.
+LIBRARY_LOOP_AHEAD = LoopJobRunner()
 
 
 class UnknownFunction(Error, LookupError):
@@ -207,4 +209,6 @@ async def acall(
     """:func:`call` for async code: the same answers and errors, run on the caller's event loop
     (asyncio, or anyio on asyncio). ``summarizer`` may be a plain or an ``async`` function."""
     ctx = _library_context(function_id, payload, config, summarizer)
+    if ctx.ahead_runner is not None:
+        ctx.ahead_runner = LIBRARY_LOOP_AHEAD
     return await _answer(function_id, payload, ctx)

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from context_manager import call
+from context_manager import acall, call
 from context_manager.adapters.job_runners import LoopJobRunner, ThreadJobRunner
-from context_manager.api import LIBRARY_AHEAD, LIBRARY_SESSIONS
+from context_manager.api import LIBRARY_AHEAD, LIBRARY_LOOP_AHEAD, LIBRARY_SESSIONS
 from context_manager.core.compaction import ahead
 from context_manager.core.compaction.recall import session_key
 from context_manager.wire.decode import decode_messages
@@ -139,4 +139,32 @@ def test_library_call_computes_the_summary_ahead_and_uses_it_later(tmp_path: Pat
     assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (
         True, "SUMMARY FROM THE BACKGROUND", 11)
     assert len(asked) == 1  # the later call summarised nothing itself
+    while LIBRARY_AHEAD.running and time.monotonic() < deadline:
+        time.sleep(0.005)  # the job releases its lease after it wrote the record
     assert LIBRARY_AHEAD.running == 0
+
+
+def test_library_acall_runs_its_jobs_on_the_callers_loop(tmp_path: Path) -> None:
+    loops: list[Any] = []
+
+    async def summarizer(system: str, prompt: str, model: dict) -> str:
+        loops.append(asyncio.get_running_loop())
+        return "SUMMARY ON THE CALLERS LOOP"
+
+    config = {"compact_ahead_at": 0.7, "lease_dir": str(tmp_path)}
+
+    async def main() -> dict:
+        first = payload(session(7, first="acall session"))
+        answered = await acall("context::assemble", first, config=config, summarizer=summarizer)
+        assert answered["applied"]["compacted"] is False and loops == []
+        while LIBRARY_LOOP_AHEAD.running:
+            await asyncio.sleep(0.01)
+        assert loops == [asyncio.get_running_loop()]
+        later = await acall("context::assemble", payload(session(11, first="acall session")), config=config,
+                            summarizer=summarizer)
+        return later["applied"]
+
+    applied = asyncio.run(main())
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (
+        True, "SUMMARY ON THE CALLERS LOOP", 11)
+    assert len(loops) == 1
