@@ -75,8 +75,8 @@ SWITCHES = {
     "session_store": ("state", "memory"),
 }
 # Fractions of the usable budget in (0, 1]; an empty field drops the key (eager_compaction_at: null).
-FRACTION_KEYS = ["reduce_to", "eager_compaction_at"]
-FRACTION_PLACEHOLDERS = {"reduce_to": "1", "eager_compaction_at": "off"}
+FRACTION_KEYS = ["reduce_to", "eager_compaction_at", "compact_ahead_at"]
+FRACTION_PLACEHOLDERS = {"reduce_to": "1", "eager_compaction_at": "off", "compact_ahead_at": "off"}
 # A policy touching every part: rules tried in order, a default, errors, prose, reasoning, media.
 POLICY: dict[str, Any] = {
     "verbatim_turns": 2,
