@@ -12,6 +12,7 @@ SUITES = {
     "replay": "sessions replayed call by call: reductions, the prompt-cache economy, the harness's turn loop",
     "recall": "long-range future-entity recall of the contexts a replay returns",
     "league": "the worker's modes against simulated peers: tokens, prefix rewrites, bills, recall",
+    "latency": "a replay on a simulated clock: how long calls wait for a summariser, the worker beside the peers",
 }
 
 

@@ -25,8 +25,10 @@ Feature: Compaction never loses the task
       ## Goal
       - (none)
 
-      ## Retained details
+      ## The user's words
       - Port the parser in src/parse.py
+
+      ## Retained details
       - src/mod1.py
       - src/mod2.py
       - src/mod3.py
@@ -45,8 +47,10 @@ Feature: Compaction never loses the task
       ## Goal
       - (none)
 
-      ## Retained details
+      ## The user's words
       - Port the parser in src/parse.py
+
+      ## Retained details
       - src/mod1.py
       - src/mod2.py
       - src/mod3.py

@@ -79,6 +79,8 @@ class FakeRouter:
     write_after_reply_s: float | None = None
     hold_open_s: float = 0.0
     chat_calls: list[dict[str, Any]] = field(default_factory=list)
+    # The `usage` every chat reply carries (`{input, output, ...}`); None: the reply has none.
+    chat_usage: dict[str, Any] | None = None
     budget_calls: list[dict[str, Any]] = field(default_factory=list)
     # `router::count_tokens`, backed by the o200k_base tokenizer: an exact oracle for tests.
     count_tokens: bool = True
@@ -124,6 +126,8 @@ class FakeRouter:
         else:
             frames = list(stream_for(self.summary, str(data.get("model"))))
             result = {"ok": True, "provider": "fake", "model": data.get("model"), "stop_reason": "end"}
+            if self.chat_usage is not None:
+                result["usage"] = dict(self.chat_usage)
         if self.chat_delay_s:
             await anyio.sleep(self.chat_delay_s)
         url = channel_url(self.engine_url, ref, "write")

@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 import orjson
 
-import context_manager.core.assemble as assemble_module
+import context_manager.core.assembly.finish as finish_module
+import context_manager.core.assembly.prepare as prepare_module
 from bench.kit import workloads
 from bench.kit.inproc import WorkerTurn, bench_config
 from context_manager.core.counting.calibration import SHARED_LEDGER
@@ -109,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="measurements per mode; medians are compared")
     args = parser.parse_args(argv)
     spent = {"calibration": 0.0}
-    assemble_module._calibration = _timed(assemble_module._calibration, spent)
-    assemble_module._remember_sent = _timed(assemble_module._remember_sent, spent)
+    prepare_module.usage_calibration = _timed(prepare_module.usage_calibration, spent)
+    finish_module.remember_sent = _timed(finish_module.remember_sent, spent)
     print(f"W5 warm turns {WARMUP + 1}..{args.calls}, CPU ms per turn, median of {args.rounds} "
           f"alternating measurements per mode")
     inputs = (("usage members removed (same decisions)", "none"),

@@ -81,6 +81,11 @@ class WorkerTurn:
         self.loop.run_until_complete(self.worker.register_functions())
         self.worker.services.config = bench_config()
 
+    def publish(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Publish a policy version through the worker's own function (``context::policy::publish``)."""
+        return self.loop.run_until_complete(call_async("context::policy::publish", payload,
+                                                       self.worker.services.context()))
+
     @staticmethod
     def frame(function_id: str, request: bytes, invocation: int) -> bytes:
         """The engine's ``invokefunction`` frame around a request (built before any timing)."""

@@ -115,6 +115,12 @@ class Ledger:
         return CACHED_READ * self.input_cached + (self.input - self.input_cached) + self.summarizer_output
 
     @property
+    def summarizer_billed_automatic(self) -> float:
+        """The summariser's part of :attr:`billed_automatic`."""
+        cached = self.summarizer_cached
+        return CACHED_READ * cached + (self.summarizer_input - cached) + self.summarizer_output
+
+    @property
     def billed_anthropic(self) -> float:
         return (CACHED_READ * self.input_cached + ANTHROPIC_WRITE * (self.input - self.input_cached)
                 + self.summarizer_output)

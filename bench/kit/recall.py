@@ -157,15 +157,18 @@ def is_pressure(response: dict[str, Any] | None) -> bool:
 
 
 def pressure_calls(session: Session, budget: str, max_output_tokens: int = MAX_OUTPUT_TOKENS,
-                   model_id: str = "replay-model") -> frozenset[int]:
-    """The recorded indexes before which the raw history exceeds ``usable`` (see above)."""
+                   model_id: str = "replay-model", max_history_tokens: int | None = None) -> frozenset[int]:
+    """The recorded indexes before which the raw history exceeds ``usable`` (see above); with
+    ``max_history_tokens``, the history budget ``min(usable, max_history_tokens)``."""
+    raw = RAW_MODE if max_history_tokens is None else Mode(
+        "raw", False, {"max_history_tokens": max_history_tokens}, persist=False)
     found: list[int] = []
 
     def observe(_session: Session, call: Call) -> None:
         if is_pressure(call.response):
             found.append(call.index)
 
-    round_trip(session, RAW_MODE, BUDGETS[budget], model_id=model_id, max_output_tokens=max_output_tokens,
+    round_trip(session, raw, BUDGETS[budget], model_id=model_id, max_output_tokens=max_output_tokens,
                observer=observe)
     return frozenset(found)
 

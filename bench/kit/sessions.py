@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SESSIONS_DIR = Path(__file__).resolve().parent / "sessions"
 # The recorded real sessions, beside the repository.
@@ -69,6 +73,35 @@ def shipped_sessions(directory: Path = SESSIONS_DIR) -> list[Session]:
     """Every session of ``directory`` (the generated ones by default), ``*.json.gz`` first."""
     paths = sorted(directory.glob("*.json.gz")) + sorted(directory.glob("*.json"))
     return [load_session(path) for path in paths]
+
+
+def pick_named(items: Sequence[T], names: str, kind: str, name: Callable[[T], str]) -> list[T] | None:
+    """The items a comma-separated list of names picks, in its order; None, with the unknown
+    names and the known ones printed to stderr, when a name is not among ``items``."""
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    known = {name(item): item for item in items}
+    missing = [n for n in wanted if n not in known]
+    if missing:
+        print(f"unknown {kind}: {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+        return None
+    return [known[n] for n in wanted]
+
+
+def named_sessions(sessions: list[Session], names: str) -> list[Session] | None:
+    return pick_named(sessions, names, "session(s)", lambda s: s.name)
+
+
+def sessions_of(data: Path | None) -> list[Session] | None:
+    """The sessions of ``--data`` (the generated ones when ``None``); None, with the reason printed
+    to stderr, when the folder is missing or a file cannot be read."""
+    if data is not None and not data.is_dir():
+        print(f"no such directory: {data}", file=sys.stderr)
+        return None
+    try:
+        return shipped_sessions(data) if data else shipped_sessions()
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # unreadable, not JSON, no messages
+        print(f"cannot read the recorded sessions: {exc!r}", file=sys.stderr)
+        return None
 
 
 def real_sessions(directory: Path = REAL_SESSIONS) -> list[Session]:

@@ -49,5 +49,10 @@ WORKER_MODES: tuple[Mode, ...] = (
     Mode("worker: recommended without summariser less drop_oldest", False,
          {**RECOMMENDED, "overflow_fallback": "error"}),
     Mode("worker: recommended+anchor", True, {**RECOMMENDED, "anchor_messages": 1}),
+    # The history budget: a ceiling below the window (it decides at 128k only; recall over the
+    # calls whose history exceeds it, bench.league.recall).
+    Mode("worker: recommended+history 32000", True, {**RECOMMENDED, "max_history_tokens": 32000}),
+    Mode("worker: recommended+history 32000 without summariser", False,
+         {**RECOMMENDED, "max_history_tokens": 32000}),
 )
 WORKER_MODES_BY_NAME = {mode.name: mode for mode in WORKER_MODES}

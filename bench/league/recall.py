@@ -4,7 +4,9 @@ The pressure calls (the calls whose raw history exceeds the worker's default ``u
 the entities, the long-range needs (entities the next 10 messages mention, seen before the last 20
 messages and not in the system prompt) and what counts as kept are ``bench.recall``'s definitions;
 they are the same for every strategy, peer or worker mode, so every row is scored on the same
-calls and the same needs. A call that could not be sent keeps nothing.
+calls and the same needs. A call that could not be sent keeps nothing. A worker mode with a
+history ceiling (``max_history_tokens``) is scored on its own pressure set, the calls whose raw
+history exceeds that ceiling: the calls where the ceiling, not the window, decides.
 """
 
 from __future__ import annotations
@@ -19,22 +21,24 @@ if TYPE_CHECKING:
     from bench.kit.sessions import Session
 
 
-_PRESSURE: dict[tuple[str, int, str], frozenset[int]] = {}
+_PRESSURE: dict[tuple[str, int, str, int | None], frozenset[int]] = {}
 
 
-def _pressure(session: Session, budget: Budget) -> frozenset[int]:
-    """The session's pressure calls at ``budget`` (one raw replay per session and budget)."""
-    key = (session.name, id(session.messages), budget.name)
+def _pressure(session: Session, budget: Budget, ceiling: int | None = None) -> frozenset[int]:
+    """The session's pressure calls at ``budget`` (one raw replay per session, budget and history
+    ceiling): with ``ceiling``, the calls whose raw history exceeds the history budget."""
+    key = (session.name, id(session.messages), budget.name, ceiling)
     if key not in _PRESSURE:
-        _PRESSURE[key] = pressure_calls(session, budget.name, max_output_tokens=budget.max_output)
+        _PRESSURE[key] = pressure_calls(session, budget.name, max_output_tokens=budget.max_output,
+                                        max_history_tokens=ceiling)
     return _PRESSURE[key]
 
 
 class RecallProbe:
     """Scores every pressure call of one session at one budget into a Ledger."""
 
-    def __init__(self, session: Session, budget: Budget) -> None:
-        self.pressure = _pressure(session, budget)
+    def __init__(self, session: Session, budget: Budget, ceiling: int | None = None) -> None:
+        self.pressure = _pressure(session, budget, ceiling)
         self.index = SessionIndex(session.system_prompt, session.messages) if self.pressure else None
 
     def score(self, ledger: Ledger, index: int, sent: Sent | None) -> None:

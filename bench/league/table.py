@@ -25,6 +25,7 @@ class Row:
                 "billed_automatic": round(led.billed_automatic, 1),
                 "billed_anthropic": round(led.billed_anthropic, 1),
                 "summariser_calls": led.summarizer_calls, "summariser_input": led.summarizer_input,
+                "summariser_share": round(summariser_share(led), 4),
                 "defended": led.defended, "recall_found": led.recall_found,
                 "recall_total": led.recall_total,
                 "recall": None if led.recall is None else round(led.recall, 4)}
@@ -32,7 +33,12 @@ class Row:
 
 COLUMNS = ("budget", "strategy", "calls", "overflows", "tokens sent", "prefix rewrites", "cache hit",
            "billed (auto)", "billed (Anthropic)", "summariser calls", "summariser input",
-           "long-range recall")
+           "summariser share", "long-range recall")
+
+
+def summariser_share(led: Ledger) -> float:
+    """The summariser's part of the billed input (automatic caching), 0 when nothing is billed."""
+    return led.summarizer_billed_automatic / led.billed_automatic if led.billed_automatic else 0.0
 
 
 def _m(tokens: float) -> str:
@@ -44,7 +50,7 @@ def cells(row: Row) -> tuple[str, ...]:
     recall = "-" if led.recall is None else f"{100 * led.recall:.1f}% of {led.recall_total:,}"
     return (row.budget, row.strategy, f"{led.calls:,}", f"{led.overflows:,}", _m(led.sent), f"{led.rewrites:,}",
             f"{100 * led.hit_rate:.1f}%", _m(led.billed_automatic), _m(led.billed_anthropic),
-            f"{led.summarizer_calls:,}", _m(led.summarizer_input), recall)
+            f"{led.summarizer_calls:,}", _m(led.summarizer_input), f"{100 * summariser_share(led):.1f}%", recall)
 
 
 def markdown(rows: list[Row]) -> str:

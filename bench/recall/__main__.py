@@ -1,4 +1,7 @@
-"""``python -m bench.recall [--data DIR] [--budgets 16k/2k,32k/4k] [--modes ...] [--sessions ...] [--quick] [--json FILE] [--missing N]``.
+"""``python -m bench.recall [--data DIR] [--budgets 16k/2k,32k/4k] [--modes ...] [--sessions ...] [--quick] [--json FILE] [--missing N] [--plans]``.
+
+With ``--plans`` it replays the generated plan sessions instead (``bench.kit.generate``) and
+prints their plan and constraint fidelity (``bench.recall.plan``).
 
 Replays every recorded session (the generated ones of ``bench/kit/sessions`` by default) as a
 persisting harness does, with the deterministic summariser (``bench.kit.loop``, ``bench.kit.summariser``), per
@@ -15,9 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.kit.sessions import shipped_sessions
+from bench.kit.generate import plan_sessions
+from bench.kit.sessions import named_sessions, sessions_of
 from bench.recall.modes import DEFAULT_BUDGETS, MODES, QUICK_MODES, budget, mode
+from bench.recall.plan import PLAN_MODES, measure_plans, plan_table
 from bench.recall.run import LEGEND, QUICK_SESSION, measure, table
+
+# The plan functions of the generated plan sessions.
+PLAN_TOOLS = ("TodoWrite", "update_plan")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -35,28 +43,49 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="also write the rows (with every missed entity) here")
     parser.add_argument("--missing", type=int, default=0, metavar="N",
                         help="print the N most often missed entities of each row")
+    parser.add_argument("--plans", action="store_true",
+                        help="the generated plan sessions: plan fidelity, stale plans, completed-item "
+                        "regressions and constraint fidelity (modes " + ",".join(m.name for m in PLAN_MODES) + ")")
     return parser.parse_args(argv)
+
+
+def plans_main(args: argparse.Namespace) -> int:
+    budgets = _names(args.budgets, DEFAULT_BUDGETS)
+    modes = [m for m in PLAN_MODES if args.modes is None or m.name in args.modes.split(",")]
+    if args.modes:
+        modes += [found for name in args.modes.split(",")
+                  if name not in {m.name for m in PLAN_MODES} and (found := mode(name)) is not None]
+    sessions = plan_sessions()
+    rows = []
+    for budget_name in budgets:
+        window, output = budget(budget_name) or ("", 0)
+        if not window:
+            print(f"unknown budget: {budget_name}", file=sys.stderr)
+            return 2
+        measured = measure_plans(sessions, budget_name, window, output, modes, PLAN_TOOLS)
+        rows.extend(measured)
+        print(f"### {budget_name} ({len(sessions)} plan sessions)\n")
+        print(plan_table(measured))
+        print()
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
 
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    if args.data is not None and not args.data.is_dir():
-        print(f"no such directory: {args.data}", file=sys.stderr)
+    if args.plans:
+        return plans_main(args)
+    loaded = sessions_of(args.data)
+    if loaded is None:
         return 2
-    try:
-        sessions = shipped_sessions(args.data) if args.data else shipped_sessions()
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # unreadable, not JSON, no messages
-        print(f"cannot read the recorded sessions: {exc!r}", file=sys.stderr)
-        return 2
+    sessions = loaded
     wanted = args.sessions or (QUICK_SESSION if args.quick and not args.data else None)
     if wanted:
-        names = [s.strip() for s in wanted.split(",") if s.strip()]
-        known = {s.name: s for s in sessions}
-        missing = [name for name in names if name not in known]
-        if missing:
-            print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+        picked = named_sessions(sessions, wanted)
+        if picked is None:
             return 2
-        sessions = [known[name] for name in names]
+        sessions = picked
     if not sessions:
         print("no recorded sessions (*.json, *.json.gz) found", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from bench.kit import cli
+from bench.kit.sessions import named_sessions
 from bench.replay.replay import (
     BUDGETS,
     DEFAULT_BUDGETS,
@@ -52,13 +53,10 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     sessions = shipped_sessions(args.dir) if args.dir else shipped_sessions()
     if args.sessions:
-        wanted = [s.strip() for s in args.sessions.split(",") if s.strip()]
-        known = {s.name: s for s in sessions}
-        missing = [name for name in wanted if name not in known]
-        if missing:
-            print(f"unknown session(s): {', '.join(missing)}; known: {', '.join(known)}", file=sys.stderr)
+        picked = named_sessions(sessions, args.sessions)
+        if picked is None:
             return 2
-        sessions = [known[name] for name in wanted]
+        sessions = picked
     default_budgets = ECONOMY_BUDGETS if args.economy else DEFAULT_BUDGETS
     default_modes = ECONOMY_MODES if args.economy else tuple(m.name for m in MODES)
     budgets = [b.strip() for b in (args.budgets or ",".join(default_budgets)).split(",") if b.strip()]

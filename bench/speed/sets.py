@@ -8,6 +8,7 @@ cache key) without changing the work.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,18 @@ def run_w5_warm(data_dir: Path) -> dict[str, Any]:
     growth = orjson.loads((data_dir / "W5-growth.json").read_bytes())
     _tiny_call()
     turn = WorkerTurn()
+    # BENCH_NAMESPACE: every call names that namespace, which has a settings policy (the worker's
+    # own tail_turns, so the work is the same): the cost of resolving and serving a policy.
+    namespace = os.environ.get("BENCH_NAMESPACE")
+    if namespace:
+        turn.publish({"surface": "settings", "namespace": namespace,
+                      "document": {"tail_turns": turn.worker.services.config.tail_turns}})
     calls, floors = [], []
     for k in range(1, len(growth) + 1):
-        request = orjson.dumps(grown(base, growth, k))
+        history = grown(base, growth, k)
+        if namespace:
+            history = {**history, "options": {**(history.get("options") or {}), "namespace": namespace}}
+        request = orjson.dumps(history)
         frame = turn.frame("context::assemble", request, k)
         ms, reply = clock_ms(lambda: turn(frame))
         answer_obj = orjson.loads(reply)["result"]

@@ -1,7 +1,9 @@
 """``python -m bench.speed.turn_cost [--quick] [--config JSON] [--off JSON] [--on JSON]``: the warm
 agent-loop turn (W5) under one configuration against the same turn under another, measured in one
 run. The defaults compare ``working_set: true`` with it off; ``--off '{}' --on
-'{"profile": "recommended"}'`` compares the recommended profile with the faithful one.
+'{"profile": "recommended"}'`` compares the recommended profile with the faithful one;
+``--off '{}' --on '{}' --namespace acme/proj-7`` the same turn with every call naming a namespace
+that has a settings policy (cached after the first call) against the turn without namespaces.
 
 Definitions: the W5 workload of ``bench.kit.workloads`` (its base history and growth rounds, written
 once), served warm by ``bench.speed.child``'s ``W5-warm`` loop (call ``k`` extends call ``k-1``'s
@@ -29,8 +31,11 @@ import orjson
 from bench.speed import runner
 
 
-def _warm(data_dir: Path, config: dict[str, Any]) -> list[float]:
+def _warm(data_dir: Path, config: dict[str, Any], namespace: str | None = None) -> list[float]:
     env = dict(os.environ)
+    env.pop("BENCH_NAMESPACE", None)
+    if namespace:
+        env["BENCH_NAMESPACE"] = namespace
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     env["BENCH_CONFIG"] = orjson.dumps(config).decode()
@@ -47,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="{}", help="the configuration both loops share (JSON)")
     parser.add_argument("--off", default='{"working_set": false}', help="the baseline's own keys (JSON)")
     parser.add_argument("--on", default='{"working_set": true}', help="the measured loop's own keys (JSON)")
+    parser.add_argument("--namespace", default=None,
+                        help="the measured loop names this namespace, which has a settings policy")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="cpu",
                         help="process CPU time (default, steadier on a busy machine) or wall-clock")
     args = parser.parse_args(argv)
@@ -60,10 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         runner.write_workloads(data_dir, ("W5",), plan)
         for _pair in range(args.pairs):
             off = statistics.median(_warm(data_dir, {**base, **off_keys}))
-            on = statistics.median(_warm(data_dir, {**base, **on_keys}))
+            on = statistics.median(_warm(data_dir, {**base, **on_keys}, args.namespace))
             ratios.append(on / off)
             print(f"W5 warm turn: off {off:.3f} ms, on {on:.3f} ms, ratio {on / off:.3f}")
-    print(f"W5 warm turn, {args.on} / {args.off} ({plan.w5_calls} calls, {args.pairs} pairs, "
+    measured = args.on if args.namespace is None else f"{args.on} at namespace {args.namespace}"
+    print(f"W5 warm turn, {measured} / {args.off} ({plan.w5_calls} calls, {args.pairs} pairs, "
           f"config {args.config}): {statistics.median(ratios):.3f}×")
     return 0
 

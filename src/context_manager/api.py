@@ -14,6 +14,7 @@ import orjson
 from context_manager.adapters.callable_summarizer import AsyncSummarizer, SyncSummarizer
 from context_manager.adapters.job_runners import LoopJobRunner, ThreadJobRunner
 from context_manager.adapters.memory_session_store import MemorySessionStore
+from context_manager.adapters.stores import build_policies
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.core.counting.calibration import SHARED_LEDGER
 from context_manager.core.memo import SHARED_MEMO
@@ -33,6 +34,8 @@ LIBRARY_SESSIONS = MemorySessionStore()
 LIBRARY_AHEAD = ThreadJobRunner()
 # acall()'s run on the caller's own event loop instead, where an ``async`` summariser's resources live.
 LIBRARY_LOOP_AHEAD = LoopJobRunner()
+# ... and one memory store of published policies (``context::policy::*``).
+LIBRARY_POLICIES = build_policies(DEFAULT_CONFIG, None)  # type: ignore[arg-type]  # memory: no engine
 
 
 class UnknownFunction(Error, LookupError):
@@ -54,7 +57,8 @@ Summarizer = SyncSummarizer | AsyncSummarizer
 
 def build_context(config: WorkerConfig, summarizer: Summarizer | None) -> HandlerContext:
     ctx = HandlerContext(config=config, tokenizers=PACKAGED_TOKENIZERS, payload_from_json=True,
-                         session_store=LIBRARY_SESSIONS, memo=SHARED_MEMO, sent_ledger=SHARED_LEDGER)
+                         session_store=LIBRARY_SESSIONS, memo=SHARED_MEMO, sent_ledger=SHARED_LEDGER,
+                         policies=LIBRARY_POLICIES)
     if summarizer is not None:
         from context_manager.adapters.callable_summarizer import CallableSummarizer
 

@@ -185,6 +185,23 @@ class SummarizeRequest:
     model_input: dict[str, Any] | None = None
 
 
+class SummaryReply(str):
+    """A summariser's reply text with the provider's token usage, when its transport reports one:
+    ``usage`` is (input tokens, output tokens). A plain ``str`` reply reports none."""
+
+    def __new__(cls, text: str, usage: tuple[int, int] | None = None) -> SummaryReply:
+        reply = super().__new__(cls, text)
+        reply.usage = usage
+        return reply
+
+    usage: tuple[int, int] | None
+
+
+def reply_usage(reply: str) -> tuple[int, int] | None:
+    """The usage a reply carries (:class:`SummaryReply`), else None."""
+    return reply.usage if isinstance(reply, SummaryReply) else None
+
+
 class Summarizer(Protocol):
     async def summarize(self, request: SummarizeRequest) -> str:
         """The reply text, unmodified.
@@ -308,6 +325,55 @@ class JobRunner(Protocol):
         its limit; never waits for it. ``True`` when it was started. A job still running after
         ``timeout_s`` seconds is cancelled (and settles nothing)."""
         ...
+
+
+# --- published policies --------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class PolicyRecord:
+    """One published version of one scope (a surface, a namespace or none, a model tag or none):
+    its number, when it was published (ISO 8601, UTC) and its validated JSON document."""
+
+    version: int
+    created_at: str
+    document: Any
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyIndex:
+    """The active version of every scope that has one, and a stamp that changes with every
+    activation or withdrawal, so a process can tell in one read whether what it resolved is
+    still in force."""
+
+    stamp: int
+    active: dict[str, int]
+
+
+EMPTY_POLICY_INDEX = PolicyIndex(0, {})
+
+
+class PolicyStoreError(Error):
+    """The policy store failed (no state worker, a timeout, an unusable reply); nothing the call
+    meant to change is in force."""
+
+
+class PolicyStore(Protocol):
+    """Versions by scope key and the active one of each. ``allocate`` hands out strictly
+    increasing numbers per scope even to concurrent callers; ``activate`` changes a scope's
+    active version (``None``: withdrawn) and the stamp in one atomic step. Every failure raises
+    :class:`PolicyStoreError`."""
+
+    async def index(self) -> PolicyIndex: ...
+
+    async def allocate(self, scope: str) -> int: ...
+
+    async def put(self, scope: str, record: PolicyRecord) -> None: ...
+
+    async def get(self, scope: str, version: int) -> PolicyRecord | None: ...
+
+    async def versions(self, scope: str) -> list[PolicyRecord]: ...
+
+    async def activate(self, scope: str, version: int | None) -> None: ...
 
 
 # --- telemetry ---------------------------------------------------------------------------------

@@ -20,9 +20,11 @@ from context_manager.adapters.router_models import RouterModelResolver
 from context_manager.adapters.router_summarizer import RouterSummarizer
 from context_manager.adapters.stores import (
     build_lease_store,
+    build_policies,
     build_session_store,
     describe_lease_store,
     lease_store_changed,
+    policy_store_changed,
     session_store_changed,
 )
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
@@ -55,6 +57,8 @@ class Services:
         # Remembered compactions (`summary_reuse`): one store for the process, kept across
         # reloads that leave `session_store` (and its TTL) alone.
         self.session_store: SessionStore = build_session_store(self.config, invoke)
+        # Published policies, kept where the sessions are.
+        self.policies = build_policies(self.config, invoke)
         self.token_counter = RouterTokenCounter(invoke, logging.getLogger("context_manager"))
         self.on_config_change: Callable[[], Any] | None = None
         # What the models-changed flush empties (anything with ``flush()``).
@@ -81,6 +85,8 @@ class Services:
             self.session_store = build_session_store(config, self._invoke)
             if replacing:
                 log.info("session store replaced (session_store=%s)", config.session_store)
+        if policy_store_changed(self.config, config):
+            self.policies = build_policies(config, self._invoke)
         self.config = config
 
     def readopt(self, config: WorkerConfig) -> bool:
@@ -112,6 +118,7 @@ class Services:
             memo=self.memo,
             sent_ledger=self.sent_ledger,
             ahead_runner=self.ahead_runner,
+            policies=self.policies,
         )
 
     async def aclose(self) -> None:

@@ -38,7 +38,7 @@ from context_manager.engine.history_reader import frame_reader
 from context_manager.handlers.context import HandlerContext
 from context_manager.ports import NO_TELEMETRY, LeaseStore, Telemetry
 from context_manager.processes.pool import ProcessPool
-from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions
+from context_manager.schemas import PUBLIC_FUNCTION_IDS, function_definitions, policy_function_definitions
 from context_manager.services import Services
 from context_manager.wire.errors import Error
 
@@ -153,6 +153,10 @@ class Worker:
             "context::on-config-change",
             {"configuration_id": self.source.config_id, "event_types": ["configuration:updated"]},
         )
+        # Served here, not by the pool: a change is answered once its store has it, and every
+        # process reads the store's index on its next call.
+        for definition in policy_function_definitions():
+            await self._register(definition)
         if self.pool is None:
             log.info("worker ready (public functions=%d)", len(PUBLIC_FUNCTION_IDS))
         else:

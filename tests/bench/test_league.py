@@ -91,3 +91,24 @@ def test_quick_league_on_one_generated_session(capsys: Any) -> None:
     assert worker["overflows"] == 0 and worker["summariser_calls"] == 6
     assert raw["recall_total"] == masked["recall_total"] == worker["recall_total"] > 0
     assert raw["recall_found"] == 0  # raw history overflows on every pressure call
+
+
+def test_the_summarisers_share_of_the_bill():
+    from bench.kit.ledger import CACHED_READ, Ledger
+    from bench.league.modes import WORKER_MODES_BY_NAME
+    from bench.league.table import COLUMNS, Row, cells, summariser_share
+
+    ledger = Ledger(sent=9000, cached=4000, summarizer_calls=2, summarizer_input=1000, summarizer_cached=200,
+                    summarizer_output=100)
+    # billed: 0.1 * 4200 + (10000 - 4200) + 100 = 6320 at CACHED_READ 0.1; the summariser's part
+    # 0.1 * 200 + 800 + 100 = 920.
+    assert CACHED_READ == 0.1
+    assert ledger.billed_automatic == pytest.approx(6320)
+    assert ledger.summarizer_billed_automatic == pytest.approx(920)
+    assert summariser_share(ledger) == pytest.approx(920 / 6320)
+    assert summariser_share(Ledger()) == 0.0
+    row = Row("128k", "worker: recommended+history 32000", "worker", True, ledger)
+    assert dict(zip(COLUMNS, cells(row)))["summariser share"] == "14.6%"
+    assert row.as_json()["summariser_share"] == 0.1456
+    assert WORKER_MODES_BY_NAME["worker: recommended+history 32000"].config == {
+        "profile": "recommended", "max_history_tokens": 32000}

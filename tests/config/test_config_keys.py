@@ -27,10 +27,13 @@ from context_manager.core.keys import (
     BOOLEAN,
     FRACTION,
     FRACTION_OR_NULL,
+    MODEL_OR_NULL,
+    NAME_LIST,
     POSITIVE_U64,
     POSITIVE_U64_OR_NULL,
     RETENTION_POLICY,
     STRING,
+    STRING_OR_NULL,
     U64,
     USIZE,
     Implied,
@@ -39,7 +42,7 @@ from context_manager.core.keys import (
     declare,
 )
 from context_manager.core.retention_policy import RetentionPolicy
-from context_manager.core.settings import CONFIG_KEYS, DEFAULT_CONFIG, PROFILE_KEYS, WorkerConfig
+from context_manager.core.settings import CONFIG_KEYS, DEFAULT_CONFIG, PROFILE_KEYS, ModelChoice, WorkerConfig
 from context_manager.manifest import manifest
 from context_manager.ui.content import SCRIPT_PATH, ui_content
 
@@ -70,7 +73,9 @@ def test_the_committed_page_holds_the_generated_block():
 
 PYTHON_TYPES = {kind.decoder: python_type for kind, python_type in (
     (U64, int), (USIZE, int), (POSITIVE_U64, int), (BOOLEAN, bool), (STRING, str), (FRACTION, float),
-    (FRACTION_OR_NULL, float | None), (POSITIVE_U64_OR_NULL, int | None),
+    (FRACTION_OR_NULL, float | None), (POSITIVE_U64_OR_NULL, int | None), (STRING_OR_NULL, str | None),
+    (NAME_LIST, tuple[str, ...]),
+    (MODEL_OR_NULL, ModelChoice | None),
     (RETENTION_POLICY, RetentionPolicy | None))}
 
 
@@ -152,7 +157,8 @@ def test_the_parser_accepts_and_checks_the_added_key(codec):
     assert str(err.value) == "json parse: invalid value: integer `-1`, expected usize"
     with pytest.raises(ConfigError) as err:
         codec.parse_value({"nope": 1})
-    assert str(err.value).endswith("`profile`, `max_history_tokens`, `summary_budget_tokens`")
+    assert str(err.value).endswith(
+        "`max_history_tokens`, `plan_functions`, `policy_write_token`, `summarizer_model`, `compaction_instructions`, `summary_budget_tokens`")
     assert "summary_budget_tokens" not in codec.string_keys
 
 
@@ -227,7 +233,8 @@ def test_the_form_shows_the_added_key_under_other_settings(codec, tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     default, recommended, edited = json.loads(done.stdout)["results"]
-    assert default["sections"][-1] == {"title": "Other settings", "fields": ["summary_budget_tokens"]}
+    assert default["sections"][-1] == {"title": "Other settings", "fields": [
+        "policy_write_token", "summarizer_model", "compaction_instructions", "summary_budget_tokens"]}
     shown = default["controls"]["summary_budget_tokens"]
     assert (shown["type"], shown["inputType"], shown["placeholder"], shown["min"], shown["meta"]) == (
         "Input", "number", "4096", 0, "Default: 4,096")

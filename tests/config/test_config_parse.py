@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jsonschema
 import pytest
 
@@ -41,7 +43,10 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "compact_ahead_at": None, "retention": None,
                       "count_calibration": "off", "lease_store": "file", "session_store": "memory",
                       "session_ttl_secs": 3600, "profile": "faithful",
-                      "max_history_tokens": None}
+                      "max_history_tokens": None,
+                      "plan_functions": ["TodoWrite", "update_plan", "write_todos", "task_tracker", "todo_write"],
+                      "policy_write_token": None,
+                      "summarizer_model": None, "compaction_instructions": None}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
@@ -369,3 +374,23 @@ def test_the_full_object_of_a_profile_leaves_out_what_it_implies():
     assert [key for key in RECOMMENDED if key in written] == ["working_set"]
     assert parse_config_value(written) == config
     assert parse_config_value({**written, "profile": "faithful"}).summary_check == "off"
+
+
+def test_plan_functions_is_a_list_of_distinct_names():
+    assert parse_config_value({}).plan_functions == ("TodoWrite", "update_plan", "write_todos",
+                                                     "task_tracker", "todo_write")
+    assert parse_config_value({"plan_functions": []}).plan_functions == ()
+    assert parse_config_value({"plan_functions": ["plan::set"]}).plan_functions == ("plan::set",)
+    assert parse_config_value({"plan_functions": ["b", "a"]}).to_dict()["plan_functions"] == ["b", "a"]
+    faults = {
+        "TodoWrite": 'json parse: invalid type: string "TodoWrite", expected a sequence of names',
+        None: "json parse: invalid type: null, expected a sequence of names",
+        "[1]": "json parse: invalid type: integer `1`, expected a string",
+        '[""]': "json parse: invalid value: an empty name, expected a non-empty string",
+        '["a", "a"]': "json parse: invalid value: the name `a` is listed twice, expected distinct names",
+    }
+    for given, message in faults.items():
+        value = json.loads(given) if isinstance(given, str) and given.startswith("[") else given
+        with pytest.raises(ConfigError) as err:
+            parse_config_value({"plan_functions": value})
+        assert str(err.value) == message

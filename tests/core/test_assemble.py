@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shorthand import PNG, A, C, M, R, U, sizes
 
-from context_manager.core import assemble as assemble_module
+from context_manager.core.assembly.passes import compaction as compaction_pass
 from context_manager.core.compaction.inline import InlineCompaction
 from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.core.passes.media import TEXT_ONLY_MARKER
@@ -382,7 +382,7 @@ def test_compaction_outcome_is_applied_with_request_indices(monkeypatch):
         return InlineCompaction(summary="S", head_len=2, tail_start_view=2,
                                 tokens_before=sum(request.sizes[:2]))
 
-    monkeypatch.setattr(assemble_module, "compaction_step", fake_step)
+    monkeypatch.setattr(compaction_pass, "compaction_step", fake_step)
     payload = {"messages": wire(history), "model": inline(3000, 500), "system_prompt": "Base.",
                "options": {"lease_key": "session-1", "tail_turns": 1, "previous_summary": "P"}}
     response = run(payload)
@@ -409,7 +409,7 @@ def test_compaction_is_not_attempted_when_disallowed_or_within_budget(monkeypatc
         calls.append(request)
         return None
 
-    monkeypatch.setattr(assemble_module, "compaction_step", fake_step)
+    monkeypatch.setattr(compaction_pass, "compaction_step", fake_step)
     run({"messages": wire(history_h()), "model": inline(5000, 500),
          "options": {"allow_compaction": False}})
     run({"messages": wire(history_h()), "model": inline(100000, 500)})

@@ -18,7 +18,9 @@ from typing import Any
 
 PUBLIC = ("context::count-tokens", "context::prune", "context::assemble", "context::compact")
 INTERNAL = ("context::on-models-changed", "context::on-config-change", "context-manager::ui-content")
-ALL_FUNCTIONS = PUBLIC + INTERNAL
+POLICY = ("context::policy::publish", "context::policy::list", "context::policy::activate",
+          "context::policy::withdraw", "context::policy::resolve")
+ALL_FUNCTIONS = PUBLIC + INTERNAL + POLICY
 
 # Accepted error texts: a decoding failure or a rule of the function (spec 01 §4.3); the console
 # asset function has its own documented kind (spec 04 §4.2).
@@ -312,6 +314,85 @@ def _internal(function_id: str) -> list[tuple[str, bytes, bool]]:
     ]
 
 
+# Malformed namespaces, on the context functions (options.namespace) and the policy functions.
+_BAD_NAMESPACES: tuple[tuple[str, Any], ...] = (
+    ("upper case", "Acme"), ("empty", ""), ("empty segment", "acme//x"), ("trailing slash", "acme/"),
+    ("leading slash", "/acme"), ("a dot", "acme.io"), ("a space", "ac me"), ("segment of 65", "a" * 65),
+    ("256 characters", "/".join(["a" * 63] * 4) + "/ab"), ("a number", 7), ("an object", {"a": 1}),
+    ("a list", ["acme"]), ("true", True), ("non-ascii", "acmé"),
+)
+
+
+def _namespaces(function_id: str) -> list[tuple[str, bytes, bool]]:
+    cases = []
+    for name, value in _BAD_NAMESPACES:
+        if function_id in PUBLIC:
+            cases.append((f"namespace {name}", _with(function_id, options={"namespace": value}), True))
+        else:
+            cases.append((f"namespace {name}", _json({**_POLICY_BASE[function_id], "namespace": value}), True))
+    return cases
+
+
+_BUDGET = {"version": 3, "headroom": 0.1}
+_POLICY_BASE: dict[str, dict[str, Any]] = {
+    "context::policy::publish": {"surface": "budget", "document": _BUDGET},
+    "context::policy::list": {"surface": "budget"},
+    "context::policy::activate": {"id": "budget:acme:1"},
+    "context::policy::withdraw": {"surface": "budget"},
+    "context::policy::resolve": {},
+}
+# Malformed documents: every one refused with context/invalid_request, nothing stored.
+_BAD_DOCUMENTS: tuple[tuple[str, str, Any], ...] = (
+    ("budget null", "budget", None), ("budget a list", "budget", [1]), ("budget no version", "budget", {"headroom": 0.1}),
+    ("budget version 2", "budget", {"version": 2, "headroom": 0.1}), ("budget version 3.0", "budget", {"version": 3.0, "headroom": 0.1}),
+    ("budget version true", "budget", {"version": True, "headroom": 0.1}), ("budget no headroom", "budget", {"version": 3}),
+    ("budget headroom 1", "budget", {**_BUDGET, "headroom": 1}), ("budget headroom -0.1", "budget", {**_BUDGET, "headroom": -0.1}),
+    ("budget headroom a string", "budget", {**_BUDGET, "headroom": "0.1"}), ("budget headroom true", "budget", {**_BUDGET, "headroom": True}),
+    ("budget headroom 1e400", "budget", {**_BUDGET, "headroom": 10**400}),
+    ("budget history_mode keep", "budget", {**_BUDGET, "history_mode": "keep"}),
+    ("budget history_mode null", "budget", {**_BUDGET, "history_mode": None}),
+    ("budget eager off with at", "budget", {**_BUDGET, "eager_compaction": {"mode": "off", "at": 0.5}}),
+    ("budget eager at_fill without at", "budget", {**_BUDGET, "eager_compaction": {"mode": "at_fill"}}),
+    ("budget eager at 0", "budget", {**_BUDGET, "eager_compaction": {"mode": "at_fill", "at": 0}}),
+    ("budget eager at 1.5", "budget", {**_BUDGET, "eager_compaction": {"mode": "at_fill", "at": 1.5}}),
+    ("budget eager a string", "budget", {**_BUDGET, "eager_compaction": "off"}),
+    ("budget eager unknown member", "budget", {**_BUDGET, "eager_compaction": {"mode": "off", "x": 1}}),
+    ("budget max_history_tokens 31999", "budget", {**_BUDGET, "max_history_tokens": 31999}),
+    ("budget max_history_tokens 2^31", "budget", {**_BUDGET, "max_history_tokens": 2**31}),
+    ("budget max_history_tokens 32000.0", "budget", {**_BUDGET, "max_history_tokens": 32000.0}),
+    ("budget unknown member", "budget", {**_BUDGET, "mode": "x"}),
+    ("retention null", "retention", None), ("retention unknown member", "retention", {"unknown": 1}),
+    ("retention verbatim_turns -1", "retention", {"verbatim_turns": -1}),
+    ("retention bad glob", "retention", {"tools": {"rules": [{"function": "a[", "result": {"mode": "keep"}}]}}),
+    ("settings a list", "settings", []), ("settings unknown key", "settings", {"tail_truns": 1}),
+    ("settings structural key", "settings", {"lease_dir": "/tmp"}), ("settings retention", "settings", {"retention": None}),
+    ("settings the token", "settings", {"policy_write_token": "x"}), ("settings tail_turns -1", "settings", {"tail_turns": -1}),
+    ("settings profile other", "settings", {"profile": "other"}), ("settings reduce_to 0", "settings", {"reduce_to": 0}),
+)
+
+
+def _policy(function_id: str) -> list[tuple[str, bytes, bool]]:
+    base = _POLICY_BASE[function_id]
+    cases = _namespaces(function_id)
+    cases += [("unknown member", _json({**base, "extra": 1}), True)]
+    if "surface" in base:
+        cases += [("surface missing", _json({k: v for k, v in base.items() if k != "surface"}), True)]
+        cases += [(f"surface {name}", _json({**base, "surface": value}), True)
+                  for name, value in (("tools", "tools"), ("a number", 1), ("null", None))]
+        cases += [(f"model_id {name}", _json({**base, "model_id": value}), True)
+                  for name, value in (("empty", ""), ("a number", 5), ("a list", ["m"]), ("1 MB", "m" * (1 << 20)))]
+        cases += [("model_id on retention", _json({**base, "surface": "retention", "model_id": "m"}), True)]
+    if function_id == "context::policy::publish":
+        cases += [("document missing", _json({"surface": "budget"}), True)]
+        cases += [(f"document {name}", _json({"surface": surface, "document": document}), True)
+                  for name, surface, document in _BAD_DOCUMENTS]
+    if function_id == "context::policy::activate":
+        cases += [(f"id {name}", _json({"id": value}), True)
+                  for name, value in (("missing", None), ("a number", 1), ("unknown", "budget:acme:9"),
+                                      ("not an id", "x"), ("version 0", "budget::0"), ("huge version", "budget::" + "9" * 40))]
+    return cases
+
+
 # ---------------------------------------------------------------- huge and value-only cases
 
 def _fifty_mb(function_id: str) -> Case:
@@ -378,7 +459,13 @@ def cases() -> Iterator[Case]:
     for function_id in ALL_FUNCTIONS:
         for name, body in _raw_bodies():
             yield Case(name, function_id, body=body, must_fail=True)
+        if function_id in POLICY:
+            for name, body, must_fail in _policy(function_id):
+                yield Case(name, function_id, body=body, must_fail=must_fail)
+            continue
         extra = _structural(function_id) if function_id in PUBLIC else _internal(function_id)
+        if function_id in PUBLIC:
+            extra = [*extra, *_namespaces(function_id)]
         for name, body, must_fail in extra:
             yield Case(name, function_id, body=body, must_fail=must_fail)
         yield from _value_cases(function_id)
@@ -401,6 +488,8 @@ _WRONG_BY_KIND: dict[str, tuple[Any, ...]] = {
     "positive count": (0, *_WRONG_COUNT),
     "boolean": ("yes", "true", 1, 0, None, [], {}),
     "string": (5, None, True, ["a"], {}),
+    "string or null": (5, True, ["a"], {}, 1.5),
+    "positive count or null": (0, -1, 1.5, 1.0, "1", True, 2**64, [], {}),
     "choice": ("other", "", 5, None, True, ["a"], {"x": None}),
     "fraction": (0, 0.0, -0.5, 1.5, 2, "0.5", True, None, []),
     "fraction or null": (0, 0.0, -0.5, 1.0000001, 2, "0.5", True, []),
@@ -424,6 +513,7 @@ CONFIG_KEYS: dict[str, str] = {
     "summary_reuse": "boolean", "summary_placement": "choice", "eager_compaction_at": "fraction or null",
     "retention": "retention", "count_calibration": "choice", "lease_store": "choice",
     "session_store": "choice", "session_ttl_secs": "positive count", "profile": "choice",
+    "max_history_tokens": "positive count or null", "policy_write_token": "string or null",
 }
 
 

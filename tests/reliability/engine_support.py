@@ -16,6 +16,9 @@ from testengine import FakeRouter, TestEngine, WorkerProcess
 PUBLIC = {"context::assemble", "context::compact", "context::prune", "context::count-tokens"}
 SEVEN = PUBLIC | {"context::on-models-changed", "context::on-config-change",
                   "context-manager::ui-content"}
+# Registered after those seven.
+POLICY = {"context::policy::publish", "context::policy::list", "context::policy::activate",
+          "context::policy::withdraw", "context::policy::resolve"}
 HELLO = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}],
          "model": {"id": "m1", "limits": {"context_window": 1000, "max_output_tokens": 100}}}
 
@@ -38,7 +41,7 @@ def _wait_for_start(engine: TestEngine, process: WorkerProcess, timeout: float) 
     deadline = time.monotonic() + timeout
     while True:
         try:
-            engine.wait_for_functions(SEVEN, timeout=0.5)
+            engine.wait_for_functions(SEVEN | POLICY, timeout=0.5)
             return
         except TimeoutError:
             if process.proc.poll() is not None or time.monotonic() > deadline:

@@ -149,4 +149,9 @@ def test_call_help_lists_the_function_ids():
         "  context::on-models-changed",
         "  context::on-config-change",
         "  context-manager::ui-content",
+        "  context::policy::publish",
+        "  context::policy::list",
+        "  context::policy::activate",
+        "  context::policy::withdraw",
+        "  context::policy::resolve",
     ]

@@ -15,7 +15,7 @@ import pytest
 from context_manager.adapters.configuration import ConfigCallError, ConfigurationSource
 from context_manager.config.parse import defaults_object
 from context_manager.config.schema import config_schema
-from context_manager.core.settings import DEFAULT_CONFIG
+from context_manager.core.settings import DEFAULT_CONFIG, ModelChoice
 from context_manager.engine.client import Backoff, EngineClient, RemoteError, worker_metadata
 from context_manager.handlers.registry import FUNCTIONS
 from context_manager.worker import BootError, Worker, config_id
@@ -372,3 +372,41 @@ async def test_an_unexpected_handler_failure_is_answered_and_logged_once(
         ("context_manager.engine", "function context::count-tokens raised")
     ]
     assert errors[0].exc_info is not None and str(errors[0].exc_info[1]) == "kaput"
+
+
+async def test_reload_applies_the_budget_and_summariser_keys_to_the_next_call(engine: TestEngine) -> None:
+    from context_manager.handlers import assemble
+
+    payload = {"messages": [{"role": "user", "content": [{"type": "text", "text": "x" * 4000}], "timestamp": 1}],
+               "model": {"id": "m", "limits": {"context_window": 40000, "max_output_tokens": 1000}}}
+    with anyio.fail_after(30):
+        async with connected(engine) as worker:
+            await worker.boot(None)
+            before = await assemble.handle(payload, worker.context())
+            assert before["usable"] == 35000 and "window_usable" not in before["breakdown"]
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"max_history_tokens": 32000})
+            await worker.reload()
+            assert worker.config.max_history_tokens == 32000
+            after = await assemble.handle(payload, worker.context())
+            assert (after["usable"], after["breakdown"]["window_usable"]) == (32000, 35000)
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"max_history_tokens": 0})
+            await worker.reload()
+            assert worker.config.max_history_tokens == 32000  # rejected: the last good value stays
+
+            engine.configuration.store_unchecked(CONFIG_ID, {"max_history_tokens": None})
+            await worker.reload()
+            assert worker.config == DEFAULT_CONFIG
+            assert await assemble.handle(payload, worker.context()) == before
+
+            # The summariser's keys reach the next call's context too (their effect through the
+            # engine: tests/adapters/test_summarizer_model_engine.py).
+            engine.configuration.store_unchecked(CONFIG_ID, {"summarizer_model": {"id": "cheap"},
+                                                             "compaction_instructions": "Keep paths."})
+            await worker.reload()
+            config = worker.context().config
+            assert (config.summarizer_model, config.compaction_instructions) == (ModelChoice("cheap"), "Keep paths.")
+            engine.configuration.store_unchecked(CONFIG_ID, {"summarizer_model": {"id": ""}})
+            await worker.reload()
+            assert worker.config == config  # rejected: the last good value stays

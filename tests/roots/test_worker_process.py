@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from context_manager.config.schema import config_schema
-from context_manager.schemas import function_definitions
+from context_manager.schemas import function_definitions, policy_function_definitions
 from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventually
 
 pytestmark = pytest.mark.slow  # each test starts the worker as a process
@@ -117,8 +117,13 @@ def test_registrations_follow_the_boot_order(engine: TestEngine, worker: WorkerP
         ("registertrigger", "console:style"),
         ("registerfunction", "context::on-config-change"),
         ("registertrigger", "configuration"),
+        ("registerfunction", "context::policy::publish"),
+        ("registerfunction", "context::policy::list"),
+        ("registerfunction", "context::policy::activate"),
+        ("registerfunction", "context::policy::withdraw"),
+        ("registerfunction", "context::policy::resolve"),
     ]
-    definitions = {d["id"]: d for d in function_definitions()}
+    definitions = {d["id"]: d for d in function_definitions() + policy_function_definitions()}
     for frame in frames:
         if frame["type"] == "registerfunction":
             d = definitions[frame["id"]]

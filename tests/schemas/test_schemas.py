@@ -14,9 +14,11 @@ import pytest
 from context_manager.schemas import (
     DOCUMENTED_ADDITIONS,
     FUNCTION_IDS,
+    POLICY_FUNCTION_IDS,
     PUBLIC_FUNCTION_IDS,
     function_definition,
     function_definitions,
+    policy_function_definitions,
 )
 from context_manager.schemas.__main__ import main as schemas_main
 from context_manager.schemas.goldens import golden_file_name, rendered_goldens
@@ -47,14 +49,25 @@ ADDED_PRUNE_EXPLAIN = "/request_schema/definitions/PruneOptions/properties/expla
 ADDED_PRUNE_ACTIONS = "/response_schema/properties/actions"
 ADDED_CALIBRATION = "/response_schema/definitions/AssembleBreakdown/properties/calibration"
 ADDED_COUNT_CALIBRATION = "/response_schema/properties/calibration"
+ADDED_NAMESPACE = {function_id: f"/request_schema/definitions/{options}/properties/namespace" for function_id, options in (
+    ("context::assemble", "AssembleOptions"), ("context::compact", "CompactOptions"), ("context::prune", "PruneOptions"))}
+ADDED_POLICY_REPORT = ["/response_schema/definitions/Applied/properties/policy", "/response_schema/definitions/AppliedPolicy",
+                       "/response_schema/definitions/PolicySource", "/response_schema/definitions/PolicyWarning"]
+ADDED_CEILING_OPTION = "/request_schema/definitions/AssembleOptions/properties/max_history_tokens"
+ADDED_WINDOW_USABLE = "/response_schema/definitions/AssembleBreakdown/properties/window_usable"
+ADDED_SUMMARIZER = "/response_schema/definitions/Applied/properties/summarizer"
+ADDED_COMPACT_SUMMARIZER = "/response_schema/oneOf/0/properties/summarizer"
+ADDED_COUNT_OPTIONS = "/request_schema/properties/options"
+ADDED_COUNT_OPTIONS_DEFINITION = "/request_schema/definitions/CountTokensOptions"
 ASSEMBLE_ADDITIONS = [ADDED_DROPPED_MESSAGES, ADDED_DROPPED_RANGES, ADDED_ANCHOR_TOKENS,
                       ADDED_RETAINED_ITEMS, ADDED_SUMMARY_KIND, ADDED_WARNINGS, ADDED_NOTE_TOKENS,
                       ADDED_WARNING_DEFINITION,
                       *ADDED_PREFIX_REPORT, ADDED_ANCHOR_OPTION, ADDED_ACTIONS, ADDED_ACTION, ADDED_EXPLAIN_OPTION,
-                      ADDED_CALIBRATION, ADDED_PREVIEW_OPTION]
-COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND]
-PRUNE_ADDITIONS = [ADDED_PRUNE_EXPLAIN, ADDED_PRUNE_ACTIONS, ADDED_ACTION]
-COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION]
+                      ADDED_CALIBRATION, ADDED_PREVIEW_OPTION, ADDED_NAMESPACE["context::assemble"],
+                      *ADDED_POLICY_REPORT, ADDED_CEILING_OPTION, ADDED_WINDOW_USABLE, ADDED_SUMMARIZER]
+COMPACT_ADDITIONS = [ADDED_COMPACT_RETAINED, ADDED_COMPACT_KIND, ADDED_NAMESPACE["context::compact"], ADDED_COMPACT_SUMMARIZER]
+PRUNE_ADDITIONS = [ADDED_PRUNE_EXPLAIN, ADDED_PRUNE_ACTIONS, ADDED_ACTION, ADDED_NAMESPACE["context::prune"]]
+COUNT_TOKENS_ADDITIONS = [ADDED_COUNT_CALIBRATION, ADDED_COUNT_OPTIONS, ADDED_COUNT_OPTIONS_DEFINITION]
 UINT = {"format": "uint", "minimum": 0, "type": "integer"}
 
 
@@ -121,19 +134,42 @@ def test_seven_functions_in_registration_order():
 
 
 def test_every_registered_function_has_a_handler():
-    from context_manager.handlers import assemble, compact, count_tokens, internal, prune
+    from context_manager.handlers import internal, policy
     from context_manager.handlers.registry import FUNCTIONS
 
-    assert FUNCTIONS == {
-        "context::count-tokens": count_tokens.handle,
-        "context::prune": prune.handle,
-        "context::assemble": assemble.handle,
-        "context::compact": compact.handle,
+    # The four context functions are served through the policy layer (handlers/policy_scope.py).
+    assert {key: value for key, value in FUNCTIONS.items() if key not in PUBLIC_FUNCTION_IDS} == {
         "context::on-models-changed": internal.handle_on_models_changed,
         "context::on-config-change": internal.handle_on_config_change,
         "context-manager::ui-content": internal.handle_ui_content,
+        "context::policy::publish": policy.publish,
+        "context::policy::list": policy.list_versions,
+        "context::policy::activate": policy.activate,
+        "context::policy::withdraw": policy.withdraw,
+        "context::policy::resolve": policy.resolve,
     }
-    assert set(FUNCTIONS) == set(FUNCTION_IDS)
+    assert list(FUNCTIONS) == ["context::count-tokens", "context::prune", "context::assemble", "context::compact",
+                               "context::on-models-changed", "context::on-config-change",
+                               "context-manager::ui-content", *POLICY_FUNCTION_IDS]
+    assert set(FUNCTIONS) == set(FUNCTION_IDS) | set(POLICY_FUNCTION_IDS)
+
+
+def test_policy_functions_are_defined_apart_with_schemas():
+    import jsonschema
+
+    definitions = policy_function_definitions()
+    assert [d["id"] for d in definitions] == list(POLICY_FUNCTION_IDS) == [
+        "context::policy::publish", "context::policy::list", "context::policy::activate",
+        "context::policy::withdraw", "context::policy::resolve"]
+    for definition in definitions:
+        assert set(definition) == {"id", "description", "metadata", "request_schema", "response_schema"}
+        jsonschema.Draft7Validator.check_schema(definition["request_schema"])
+        jsonschema.Draft7Validator.check_schema(definition["response_schema"])
+        assert "token" not in definition["response_schema"].get("properties", {})
+    publish = jsonschema.Draft7Validator(function_definition("context::policy::publish")["request_schema"])
+    assert publish.is_valid({"surface": "budget", "namespace": "acme/proj-7", "document": {}})
+    assert not publish.is_valid({"surface": "budget", "namespace": "Acme", "document": {}})
+    assert not publish.is_valid({"surface": "tools", "document": {}})
 
 
 def test_ids_match_the_reference(reference):

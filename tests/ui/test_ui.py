@@ -39,7 +39,9 @@ EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "anchor_messages", "summary_check", "summarizer_fallback", "working_set",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
                   "eager_compaction_at", "retention", "count_calibration", "lease_store",
-                  "session_store", "session_ttl_secs", "profile", "max_history_tokens", "compact_ahead_at"]
+                  "session_store", "session_ttl_secs", "profile", "max_history_tokens",
+                  "plan_functions", "policy_write_token", "summarizer_model", "compaction_instructions",
+                  "compact_ahead_at"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -121,8 +123,9 @@ def test_page_fallbacks_are_the_configuration_defaults():
     numeric = {key for key in DEFAULT_CONFIG.key_names() if type(getattr(DEFAULT_CONFIG, key)) is int}
     assert fallbacks == {key: getattr(DEFAULT_CONFIG, key) for key in numeric}
     assert f"placeholder: '{DEFAULT_CONFIG.lease_dir}'" in PAGE
-    assert "fallbackText: 'off (error)'" in PAGE and DEFAULT_CONFIG.overflow_fallback == "error"
-    assert "fallbackText: 'off (heuristic)'" in PAGE and DEFAULT_CONFIG.estimator == "heuristic"
+    # A choice field's arguments: the text shown while the key is left out, then its on and off values.
+    assert "'off (error)', 'drop_oldest', 'error')" in PAGE and DEFAULT_CONFIG.overflow_fallback == "error"
+    assert "'off (heuristic)', 'auto', 'heuristic')" in PAGE and DEFAULT_CONFIG.estimator == "heuristic"
     fractions = {key: float(value) for key, value in
                  re.findall(r"key: '(\w+)',\n(?:\s+\w+: .*\n)*?\s+fallback: (\d+\.\d+),", PAGE)}
     assert fractions == {key: getattr(DEFAULT_CONFIG, key) for key in DEFAULT_CONFIG.key_names()
@@ -197,10 +200,12 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Runtime", ["lease_ttl_secs", "summarizer_timeout_ms", "lease_dir", "lease_store", "session_store",
                      "session_ttl_secs"]),
         ("Overflow and counting", ["overflow_fallback", "estimator", "count_calibration", "user_less_compaction"]),
-        ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback", "working_set"]),
+        ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback", "working_set",
+                            "plan_functions"]),
         ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "compact_ahead_at", "summary_reuse",
                                    "summary_placement"]),
         ("Retention policy", ["retention"]),
+        ("Other settings", ["policy_write_token", "summarizer_model", "compaction_instructions"]),
     ]
     controls = result["controls"]
     numbers = {k: c for k, c in controls.items() if c["type"] == "Input" and c["inputType"] == "number"}

@@ -34,7 +34,7 @@ from websockets.sync.client import connect
 
 from context_manager.config.parse import ConfigError, parse_config_value
 from context_manager.config.retention import PolicyError, parse_retention
-from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS, WorkerConfig
+from context_manager.core.settings import DEFAULT_CONFIG, PROFILE_KEYS, ModelChoice, WorkerConfig
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +77,8 @@ SWITCHES = {
 # Fractions of the usable budget in (0, 1]; an empty field drops the key (eager_compaction_at: null).
 FRACTION_KEYS = ["reduce_to", "eager_compaction_at", "compact_ahead_at"]
 FRACTION_PLACEHOLDERS = {"reduce_to": "1", "eager_compaction_at": "off", "compact_ahead_at": "off"}
+# Free-text fields: a path, and a list of names written comma-separated.
+TEXT_KEYS = ["lease_dir", "plan_functions", "policy_write_token"]
 # A policy touching every part: rules tried in order, a default, errors, prose, reasoning, media.
 POLICY: dict[str, Any] = {
     "verbatim_turns": 2,
@@ -314,11 +316,13 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("window.__families") == ["context-manager"]
     shown = controls(browser)
     assert set(shown) == set(WorkerConfig.key_names())
-    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, "lease_dir", "retention", "profile"}
+    assert set(shown) == {*NUMBER_KEYS, *FRACTION_KEYS, *SWITCHES, *TEXT_KEYS, "retention", "profile",
+                          "summarizer_model", "compaction_instructions"}
     assert shown["profile"] == "faithful"
+    assert (shown["summarizer_model"], shown["compaction_instructions"]) == ("", "")
     # Empty: the default applies (for the policy: none).
-    assert {k: shown[k] for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]} == {
-        k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, "lease_dir", "retention"]}
+    assert {k: shown[k] for k in [*NUMBER_KEYS, *FRACTION_KEYS, *TEXT_KEYS, "retention"]} == {
+        k: "" for k in [*NUMBER_KEYS, *FRACTION_KEYS, *TEXT_KEYS, "retention"]}
     placeholders = browser.js("""Object.fromEntries([...document.querySelectorAll('input[type=number]')]
         .map((input) => [input.closest('[data-field]').dataset.field, input.placeholder]))""")
     assert placeholders == {**{k: str(getattr(DEFAULT_CONFIG, k)) for k in NUMBER_KEYS},
@@ -330,7 +334,7 @@ def test_the_default_form_renders_every_key_with_its_default(browser: Browser) -
     assert browser.js("getComputedStyle(document.querySelector('.ctx-cfg-rules')).listStyleType") == "none"
     sections = browser.js("[...document.querySelectorAll('section h2')].map((h) => h.textContent)")
     assert sections == ["Profile", "Budget defaults", "Pruning and compaction", "Runtime", "Overflow and counting",
-                        "Task retention", "Cache-aware reduction", "Retention policy"]
+                        "Task retention", "Cache-aware reduction", "Retention policy", "Other settings"]
     browser.screenshot(ARTIFACTS / "console-form-default.png")
 
 
@@ -419,6 +423,17 @@ def test_each_switch_proposes_both_of_its_values(browser: Browser, key: str) -> 
     assert parse_config_value(second) == DEFAULT_CONFIG
 
 
+def test_the_plan_functions_are_proposed_as_a_list(browser: Browser) -> None:
+    show(browser, {"tail_turns": 5})
+    type_into(browser, "plan_functions", "[]")
+    assert last_proposal(browser) == {"tail_turns": 5, "plan_functions": []}
+    assert parse_config_value(last_proposal(browser)).plan_functions == ()
+    type_into(browser, "plan_functions", "")
+    assert last_proposal(browser) == {"tail_turns": 5}
+    show(browser, {"plan_functions": ["update_plan"]})
+    assert controls(browser)["plan_functions"] == "update_plan"
+
+
 def test_the_lease_directory_is_proposed_as_typed(browser: Browser) -> None:
     show(browser, {"tail_turns": 5})
     type_into(browser, "lease_dir", "~/leases")
@@ -473,9 +488,14 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
         type_into(browser, key, str(number))
     type_into(browser, "reduce_to", "0.5")
     type_into(browser, "eager_compaction_at", "0.8")
+    type_into(browser, "compact_ahead_at", "0.6")
     for key in SWITCHES:
         click(browser, key)
     type_into(browser, "lease_dir", "leases")
+    type_into(browser, "plan_functions", "TodoWrite, my_plan ,, TodoWrite")
+    type_into(browser, "policy_write_token", "s3cret")
+    type_into(browser, "summarizer_model", "cheap-model")
+    type_into(browser, "compaction_instructions", "Keep every file path.")
     type_into(browser, "retention", json.dumps(POLICY))
     choose(browser, "profile", "recommended")
     proposal = last_proposal(browser)
@@ -484,9 +504,12 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
     assert config == WorkerConfig(
         **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
         **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
-        reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY),
-        profile="recommended")
+        reduce_to=0.5, eager_compaction_at=0.8, compact_ahead_at=0.6, lease_dir="leases",
+        retention=parse_retention(POLICY), plan_functions=("TodoWrite", "my_plan"), policy_write_token="s3cret", profile="recommended",
+        summarizer_model=ModelChoice("cheap-model"), compaction_instructions="Keep every file path.")
     assert proposal["retention"] == POLICY
+    assert proposal["plan_functions"] == ["TodoWrite", "my_plan"]
+    assert proposal["summarizer_model"] == {"id": "cheap-model"}
     assert set(proposal) == set(WorkerConfig.key_names())
     assert rule_lines(browser) == POLICY_RULE_LINES
     browser.screenshot(ARTIFACTS / "console-form-edited.png")

@@ -26,6 +26,7 @@ from context_manager.ports import (
     SummarizeRequest,
     SummarizerFailed,
     SummarizerUnavailable,
+    SummaryReply,
 )
 
 CHAT_FUNCTION = "router::chat"
@@ -95,7 +96,7 @@ class RouterSummarizer:
         text = fold_frames(frames)
         if text == "":
             raise SummarizerEmpty()
-        return text
+        return SummaryReply(text, router_usage(reply))
 
     async def _create_channel(self) -> tuple[ChannelRef, ChannelRef]:
         try:
@@ -121,6 +122,18 @@ def chat_payload(writer: ChannelRef, request: SummarizeRequest, timestamp_ms: in
     ]
     payload["tools"] = []
     return payload
+
+
+def router_usage(reply: Any) -> tuple[int, int] | None:
+    """(input, output) tokens of a ``router::chat`` reply's ``usage`` (input = ``input +
+    cache_read + cache_write``); None when the reply carries no usable one."""
+    usage = reply.get("usage") if isinstance(reply, dict) else None
+    if not isinstance(usage, dict) or "input" not in usage or "output" not in usage:
+        return None
+    counts = [usage.get(name, 0) for name in ("input", "cache_read", "cache_write", "output")]
+    if not all(type(count) is int and count >= 0 for count in counts):
+        return None
+    return counts[0] + counts[1] + counts[2], counts[3]
 
 
 def binary_lines(data: bytes) -> list[str]:

@@ -4,7 +4,7 @@
 process. ``state`` puts either in the engine's state store, shared by every process and host
 connected to one engine. A reload rebuilds a store only when its own settings changed
 (:func:`lease_store_changed`, :func:`session_store_changed`); a call keeps the store of its
-snapshot either way.
+snapshot either way. Published policies are kept where the sessions are (:func:`build_policies`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,16 @@ import logging
 from collections.abc import Callable
 
 from context_manager.adapters.fs_lease_store import FsLeaseStore
+from context_manager.adapters.memory_policy_store import MemoryPolicyStore
 from context_manager.adapters.memory_session_store import MemorySessionStore
+from context_manager.adapters.policy_codec import ConfigPolicyCodec
 from context_manager.adapters.state_lease_store import StateLeaseStore
+from context_manager.adapters.state_policy_store import StatePolicyStore
 from context_manager.adapters.state_session_store import StateSessionStore
 from context_manager.adapters.traced import TracedLeaseStore, TracedSwappingLeaseStore
 from context_manager.config.paths import resolve_lease_dir
 from context_manager.core.compaction.lease import ttl_ms as lease_ttl_ms
+from context_manager.core.policies.room import PolicyRoom
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import (
     NO_TELEMETRY,
@@ -65,6 +69,19 @@ def build_session_store(config: WorkerConfig, invoke: Invoke, clock: Clock | Non
     if config.session_store == "state":
         return StateSessionStore(invoke, clock or SystemClock(), config.session_ttl_secs, log)
     return MemorySessionStore()
+
+
+def build_policies(config: WorkerConfig, invoke: Invoke, *, log: logging.Logger = _LOG) -> PolicyRoom:
+    """Published policies where ``session_store`` keeps sessions: this process's memory, or the
+    engine's state store (shared by every process and host)."""
+    store: MemoryPolicyStore | StatePolicyStore
+    store = StatePolicyStore(invoke, log) if config.session_store == "state" else MemoryPolicyStore()
+    return PolicyRoom(store, ConfigPolicyCodec())
+
+
+def policy_store_changed(old: WorkerConfig, new: WorkerConfig) -> bool:
+    """Whether ``new`` keeps policies elsewhere than ``old`` (a memory store is kept)."""
+    return old.session_store != new.session_store
 
 
 def lease_store_changed(old: WorkerConfig, new: WorkerConfig) -> bool:

@@ -55,6 +55,8 @@ def shown_text(value: Any) -> str:
     """How the page shows a number or text in an empty field (JavaScript's ``String``)."""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
     return str(value)
 
 
@@ -64,7 +66,9 @@ def key_kind(prop: dict[str, Any]) -> str:
         return "policy"
     if "enum" in prop:
         return "choice"
-    kinds = {"integer": "integer", "number": "fraction", "boolean": "boolean", "string": "text"}
+    kinds = {"integer": "integer", "number": "fraction", "boolean": "boolean", "string": "text",
+             "array": "list",
+             "object": "model"}
     kind = prop["type"][0] if isinstance(prop["type"], list) else prop["type"]
     return kinds[kind]
 
@@ -80,7 +84,7 @@ def _key_entry(name: str, prop: dict[str, Any]) -> list[str]:
         lines.append(f"    min: {int(prop['minimum'])},")
     # Number and text fields show the default when empty; switches, the editor and keys off by
     # default (null) show words.
-    shown = default is not None and (prop.get("type") in ("integer", "number")
+    shown = default is not None and (prop.get("type") in ("integer", "number", "array")
                                      or (prop.get("type") == "string" and "enum" not in prop))
     if shown:
         lines.append(f"    placeholder: {js_value(shown_text(default))},")

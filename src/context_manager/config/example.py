@@ -37,7 +37,10 @@ WIDTH = 100
 
 
 def yaml_scalar(value: Any) -> str:
-    """A JSON scalar as YAML text that every YAML reader (1.1 or 1.2) takes for that value."""
+    """A JSON scalar (or a list of them, as a flow sequence) as YAML text that every YAML reader
+    (1.1 or 1.2) takes for that value."""
+    if isinstance(value, list):
+        return "[" + ", ".join(yaml_scalar(item) for item in value) + "]"
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -18,6 +18,7 @@ from context_manager.core.settings import (
     CountCalibration,
     EstimatorName,
     LeaseStoreName,
+    ModelChoice,
     OverflowFallback,
     ProfileName,
     SessionStoreName,
@@ -40,6 +41,7 @@ SESSION_STORES: tuple[str, ...] = get_args(SessionStoreName)
 PROFILES: tuple[str, ...] = get_args(ProfileName)
 
 C = TypeVar("C", bound=WorkerConfig)
+_D = TypeVar("_D")  # what a decoder yields
 
 
 class ConfigError(Error, ValueError):
@@ -70,25 +72,70 @@ def _fraction(value: Any) -> float:
     return value
 
 
-def _fraction_or_null(value: Any) -> float | None:
-    """``null`` (the option is off) or a fraction in (0, 1]."""
+def _null_or(decode: Callable[[Any], _D], value: Any, *expected: str) -> _D | None:
+    """``null`` (the option is off) or what ``decode`` accepts; in its error, each ``expected X``
+    phrase named in ``expected`` reads ``expected null or X``."""
     if value is None:
         return None
     try:
-        return _fraction(value)
+        return decode(value)
     except DecodeError as exc:
-        raise DecodeError(exc.detail.replace("expected a fraction", "expected null or a fraction")) from None
+        detail = exc.detail
+        for phrase in expected:
+            detail = detail.replace(f"expected {phrase}", f"expected null or {phrase}")
+        raise DecodeError(detail) from None
+
+
+def _fraction_or_null(value: Any) -> float | None:
+    """``null`` (the option is off) or a fraction in (0, 1]."""
+    return _null_or(_fraction, value, "a fraction")
 
 
 def _positive_or_null(value: Any) -> int | None:
     """``null`` (the option is off) or a u64 above zero."""
+    return _null_or(_positive, value, "a positive integer", "u64")
+
+
+def _name_list(value: Any) -> tuple[str, ...]:
+    """A JSON array of distinct, non-empty strings, kept as a tuple in the record's order."""
+    if type(value) is not list:
+        raise t.invalid_type(value, "a sequence of names")
+    names: list[str] = []
+    for item in value:
+        name = t.string(item)
+        if not name:
+            raise DecodeError("invalid value: an empty name, expected a non-empty string")
+        if name in names:
+            raise DecodeError(f"invalid value: the name `{name}` is listed twice, expected distinct names")
+        names.append(name)
+    return tuple(names)
+
+
+def _string_or_null(value: Any) -> str | None:
+    """``null`` (the option is off) or text."""
     if value is None:
         return None
     try:
-        return _positive(value)
+        return t.string(value)
     except DecodeError as exc:
-        raise DecodeError(exc.detail.replace("expected a positive integer", "expected null or a positive integer")
-                          .replace("expected u64", "expected null or u64")) from None
+        raise DecodeError(exc.detail.replace("expected a string", "expected null or a string")) from None
+
+
+_MODEL_FIELDS = {"id": t.FieldSpec(t.string, required=True), "provider": t.FieldSpec(t.string)}
+
+
+def _model_or_null(value: Any) -> ModelChoice | None:
+    """``null`` (the session's model) or ``{id, provider?}`` with a non-empty id."""
+    if value is None:
+        return None
+    if type(value) is dict:
+        unknown = sorted(set(value) - set(_MODEL_FIELDS))
+        if unknown:
+            raise DecodeError(f"unknown field `{unknown[0]}`, expected `id` or `provider`")
+    fields = t.decode_struct(value, "ModelChoice", _MODEL_FIELDS)
+    if not fields["id"]:
+        raise DecodeError("invalid value: string \"\", expected a model id")
+    return ModelChoice(fields["id"], fields["provider"])
 
 
 # The decoders a key declaration names (core/keys.py, ``KeyType.decoder``).
@@ -99,9 +146,12 @@ DECODERS: dict[str, Callable[[Any], Any]] = {
     "string": t.string,
     "positive": _positive,
     "positive_or_null": _positive_or_null,
+    "string_or_null": _string_or_null,
+    "model_or_null": _model_or_null,
     "fraction": _fraction,
     "fraction_or_null": _fraction_or_null,
     "retention": parse_retention,
+    "name_list": _name_list,
 }
 
 
@@ -119,7 +169,8 @@ class ConfigCodec(Generic[C]):
         # Every key, its decoder; the order is the record's declaration order.
         self.decoders: dict[str, Callable[[Any], Any]] = {key.name: decoder_for(key) for key in table.keys}
         # Keys whose YAML plain scalars are read as text (config/seed.py).
-        self.string_keys = frozenset(key.name for key in table.keys if key.type.schema.get("type") == "string")
+        self.string_keys = frozenset(key.name for key in table.keys
+                                     if key.type.schema.get("type") in ("string", ["string", "null"]))
         self.defaults: C = table.record()
 
     def _unknown_field(self, key: str) -> DecodeError:

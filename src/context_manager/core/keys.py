@@ -40,9 +40,20 @@ POSITIVE_U64 = KeyType("positive", {"format": "uint64", "minimum": 1.0, "type": 
 POSITIVE_U64_OR_NULL = KeyType("positive_or_null", {"format": "uint64", "minimum": 1.0, "type": ["integer", "null"]})
 BOOLEAN = KeyType("boolean", {"type": "boolean"})
 STRING = KeyType("string", {"type": "string"})
+# Text, or null: the option is off.
+STRING_OR_NULL = KeyType("string_or_null", {"type": ["string", "null"]})
+# A model named by id (and provider), or null: the session's model.
+MODEL_OR_NULL = KeyType("model_or_null", {
+    "additionalProperties": False,
+    "properties": {"id": {"minLength": 1, "type": "string"}, "provider": {"type": ["string", "null"]}},
+    "required": ["id"],
+    "type": ["object", "null"],
+})
 # A share of ``usable`` in (0, 1]; the second also takes null (the option is off).
 FRACTION = KeyType("fraction", {"exclusiveMinimum": 0, "maximum": 1, "type": "number"})
 FRACTION_OR_NULL = KeyType("fraction_or_null", {"exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]})
+# A list of distinct, non-empty names (a JSON array of strings; [] is the empty list).
+NAME_LIST = KeyType("name_list", {"items": {"minLength": 1, "type": "string"}, "type": "array", "uniqueItems": True})
 RETENTION_POLICY = KeyType("retention", {"anyOf": [{"$ref": "#/definitions/RetentionPolicy"}, {"type": "null"}]})
 
 

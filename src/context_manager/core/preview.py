@@ -33,7 +33,7 @@ from typing import Any
 
 from context_manager.core.counting.calibration import Ledger, SentLedger
 from context_manager.core.settings import WorkerConfig
-from context_manager.ports import RememberedCompaction, SessionStore, TokenCounter, TokenizerSource
+from context_manager.ports import JobRunner, RememberedCompaction, SessionStore, TokenCounter, TokenizerSource
 
 # The members of AssembleDeps a preview uses as they are.
 KEPT = ("config", "resolver", "clock", "log", "tokenizers", "token_counter")
@@ -95,7 +95,7 @@ class ReadOnlyDeps:
     sent_ledger: Ledger | None
     summarizer: Any = None
     lease_store: Any = None
-    ahead_runner: Any = None
+    ahead_runner: JobRunner | None = None
 
 
 def read_only(deps: Any) -> ReadOnlyDeps:

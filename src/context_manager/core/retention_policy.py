@@ -8,10 +8,19 @@ bad value; ``core/passes/retention.py`` applies it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 TruncationMode = Literal["keep", "always", "over"]
 KeepEnds = Literal["head", "tail", "both"]
+
+
+class _JsonMember(Protocol):
+    def to_json(self) -> Any: ...
+
+
+def _present_members(**members: _JsonMember | None) -> dict[str, Any]:
+    """The JSON of each member that is set, in the order given; an unset (None) member is omitted."""
+    return {name: member.to_json() for name, member in members.items() if member is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +52,7 @@ class ToolTreatment:
     result: Truncation | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.arguments is not None:
-            out["arguments"] = self.arguments.to_json()
-        if self.result is not None:
-            out["result"] = self.result.to_json()
-        return out
+        return _present_members(arguments=self.arguments, result=self.result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +72,7 @@ class ToolsPolicy:
     mark_truncations: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.default is not None:
-            out["default"] = self.default.to_json()
+        out = _present_members(default=self.default)
         out["rules"] = [rule.to_json() for rule in self.rules]
         out["errors"] = self.errors.to_json() if self.errors is not None else None
         out["mark_truncations"] = self.mark_truncations
@@ -83,12 +85,7 @@ class TextPolicy:
     message: Truncation | None = None  # assistant text
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.prompt is not None:
-            out["prompt"] = self.prompt.to_json()
-        if self.message is not None:
-            out["message"] = self.message.to_json()
-        return out
+        return _present_members(prompt=self.prompt, message=self.message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +131,6 @@ class RetentionPolicy:
 
     def to_json(self) -> dict[str, Any]:
         """The policy as the configuration worker stores it (members sorted, optional ones omitted)."""
-        out: dict[str, Any] = {}
-        if self.media is not None:
-            out["media"] = self.media.to_json()
-        if self.reasoning is not None:
-            out["reasoning"] = self.reasoning.to_json()
-        if self.text is not None:
-            out["text"] = self.text.to_json()
-        if self.tools is not None:
-            out["tools"] = self.tools.to_json()
+        out = _present_members(media=self.media, reasoning=self.reasoning, text=self.text, tools=self.tools)
         out["verbatim_turns"] = self.verbatim_turns
         return out

@@ -15,10 +15,13 @@ from context_manager.core.keys import (
     BOOLEAN,
     FRACTION,
     FRACTION_OR_NULL,
+    MODEL_OR_NULL,
+    NAME_LIST,
     POSITIVE_U64,
     POSITIVE_U64_OR_NULL,
     RETENTION_POLICY,
     STRING,
+    STRING_OR_NULL,
     U64,
     USIZE,
     Implied,
@@ -39,6 +42,19 @@ CountCalibration = Literal["off", "usage"]
 LeaseStoreName = Literal["file", "state"]
 SessionStoreName = Literal["memory", "state"]
 ProfileName = Literal["faithful", "recommended"]
+# The plan and todo functions of common agent harnesses (docs/working-set.md, "The plan").
+PLAN_FUNCTIONS: tuple[str, ...] = ("TodoWrite", "update_plan", "write_todos", "task_tracker", "todo_write")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """A model named in the configuration (``summarizer_model``): its id and, optionally, provider."""
+
+    id: str
+    provider: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id} if self.provider is None else {"id": self.id, "provider": self.provider}
 
 
 # The first 13 keys are the 1.1.6 record. The documented additions after them keep the original's
@@ -427,10 +443,68 @@ class WorkerConfig:
         ),
     )
 
+    plan_functions: tuple[str, ...] = declare(
+        PLAN_FUNCTIONS, NAME_LIST, section=Section.ADDITIONS,
+        description=(
+            "With working_set, the functions whose latest call is the agent's plan: the latest call "
+            "of each (its arguments as the model sent them) is carried whole in every summary and "
+            "dropped-history note, newest first, within the working set's share of the summary "
+            "budget. [] carries no plan."
+        ),
+        example=(
+            "With working_set: true, the functions whose latest call is the agent's plan (a todo or plan\n"
+            "tool). The latest call of each, its arguments as the model sent them, is carried whole in every\n"
+            "summary and dropped-history note, newest first, within the working set's share of the summary\n"
+            "budget; [] carries no plan. The default names the plan tools of Claude Code, Codex, LangChain\n"
+            "Deep Agents, OpenHands and Qwen Code."
+        ),
+    )
+
+    policy_write_token: str | None = declare(
+        None, STRING_OR_NULL, section=Section.PROCESSES,
+        description=(
+            "When set, context::policy::publish, context::policy::activate and "
+            "context::policy::withdraw require a token equal to it (compared in constant time); "
+            "null lets any caller on the engine change policies. Never shown in answers or logs."
+        ),
+        example=(
+            "When set, context::policy::publish, activate and withdraw require `token` equal to this\n"
+            "(compared in constant time); a wrong or missing one is refused with context/unauthorized and\n"
+            "nothing changes. null: any worker on the engine may change policies (docs/policies.md)."
+        ),
+    )
+
+    summarizer_model: ModelChoice | None = declare(
+        None, MODEL_OR_NULL, section=Section.PRUNING,
+        description=(
+            "The model compaction's summariser calls go to, {id, provider?}, through the router: "
+            "the history is chunked by that model's own window, and every compaction that called it "
+            "reports applied.summarizer (context::compact: summarizer) with its calls and tokens; "
+            "null uses the session's model."
+        ),
+        example=(
+            "The model compaction's summariser calls go to, {id, provider?}, chunked by its own window;\n"
+            "each compaction then reports the summariser's calls and tokens. null: the session's model."
+        ),
+    )
+    compaction_instructions: str | None = declare(
+        None, STRING_OR_NULL, section=Section.PRUNING,
+        description=(
+            "Standing instructions added to every summariser prompt, inline compaction in "
+            "context::assemble included; context::compact's options.instructions are added after "
+            "them. null: the prompts are unchanged."
+        ),
+        example=(
+            "Standing instructions added to every summariser prompt (inline compaction included);\n"
+            "context::compact's options.instructions are added after them. null: none."
+        ),
+    )
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["plan_functions"] = list(self.plan_functions)
         out["retention"] = self.retention.to_json() if self.retention is not None else None
+        out["summarizer_model"] = self.summarizer_model.to_json() if self.summarizer_model is not None else None
         return out
 
     @classmethod

@@ -1,7 +1,8 @@
 """`context::assemble`: decode the request, run the pipeline, answer (spec 02 §7, §9).
 
 Options that are absent or null fall back to the worker configuration (``max_result_tokens``,
-``tail_turns``, ``anchor_messages``) or to the documented defaults (``allow_prune`` and ``allow_compaction`` true,
+``tail_turns``, ``anchor_messages``, ``max_history_tokens``) or to the documented defaults
+(``allow_prune`` and ``allow_compaction`` true,
 ``request_overhead_tokens`` 0, no protected functions, ``explain`` and ``preview_only`` false).
 The prune thresholds are configuration only: assemble's options do not carry them.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from context_manager.core.assemble import AssembleOptions, AssembleRequest, assemble
+from context_manager.core.counting import history_ceiling
 from context_manager.core.intake import Intake
 from context_manager.handlers.context import HandlerContext, call_reuse
 from context_manager.handlers.prune import function_ids
@@ -33,6 +35,7 @@ _OPTIONS = {
     "anchor_messages": t.FieldSpec(t.usize),
     "explain": t.FieldSpec(t.boolean),
     "preview_only": t.FieldSpec(t.boolean),
+    "max_history_tokens": t.FieldSpec(history_ceiling.decode_option),
 }
 
 
@@ -44,11 +47,7 @@ def decode_options(value: Any) -> AssembleOptions:
 
 
 _REQUEST = {
-    "messages": t.FieldSpec(t.decode_messages),
-    "model": t.FieldSpec(t.decode_model_input, required=True),
-    "system_prompt": t.FieldSpec(t.string),
-    "tools": t.FieldSpec(t.decode_tools),
-    "parts": t.FieldSpec(t.string_map),
+    **t.HISTORY_REQUEST,
     "options": t.FieldSpec(decode_options, default=AssembleOptions()),
 }
 

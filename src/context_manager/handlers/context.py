@@ -8,6 +8,7 @@ from typing import Any
 
 from context_manager.core.counting.calibration import SentLedger
 from context_manager.core.memo import MessageMemo
+from context_manager.core.policies.room import PolicyRoom
 from context_manager.core.reuse import CallReuse, decoding_policy
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.ports import (
@@ -52,6 +53,9 @@ class HandlerContext:
     token_counter: TokenCounter | None = None
     # Runs the summaries computed ahead of time (``compact_ahead_at``); None starts none.
     ahead_runner: JobRunner | None = None
+    # Published policies (``context::policy::*``, ``options.namespace``); None: none can be
+    # published and every call is served with ``config``.
+    policies: PolicyRoom | None = None
 
 
 def call_reuse(ctx: HandlerContext) -> CallReuse:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from context_manager.core.compaction.prompts import carries_summary
+from context_manager.core.counting import history_ceiling
+from context_manager.core.counting.calibrated_budget import CalibratedCount, routed_calibration
 from context_manager.core.counting.calibration import Calibration, InputDigests, Recall, choose_calibration
 from context_manager.core.counting.estimate import (
     HEURISTIC,
@@ -24,13 +26,8 @@ from context_manager.wire.errors import DecodeError, invalid_request
 
 FUNCTION_ID = "context::count-tokens"
 
-_REQUEST = {
-    "messages": t.FieldSpec(t.decode_messages),
-    "model": t.FieldSpec(t.decode_model_input, required=True),
-    "system_prompt": t.FieldSpec(t.string),
-    "tools": t.FieldSpec(t.decode_tools),
-    "parts": t.FieldSpec(t.string_map),
-}
+_REQUEST = {**t.HISTORY_REQUEST,
+            "options": t.FieldSpec(history_ceiling.decode_options, default=history_ceiling.NO_OPTIONS)}
 
 
 def _raw_list(value: Any) -> list[Any]:
@@ -90,7 +87,7 @@ def _decode(
 
 def count_tokens(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[str, Any]:
     measured = _measure(payload, ctx, reuse)
-    return _respond(measured, _calibration(measured, ctx), routed=False)
+    return _respond(measured, CalibratedCount(_calibration(measured, ctx)))
 
 
 async def count_tokens_routed(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> dict[str, Any]:
@@ -101,10 +98,10 @@ async def count_tokens_routed(payload: Any, ctx: HandlerContext, reuse: CallReus
     facing = [m for m in request["messages"] if m["role"] != "custom"]
     counted = await ctx.token_counter.count(request["model"].id, request["system_prompt"],
                                             request["tools"], facing)
-    local = measured.total()
-    if counted is not None and counted > 0 and local > 0:
-        return _respond(measured, Calibration(-1, counted, local), routed=True)
-    return _respond(measured, _calibration(measured, ctx), routed=False)
+    routed = routed_calibration(counted, measured.total())
+    if routed is not None:
+        return _respond(measured, CalibratedCount(routed, routed=True))
+    return _respond(measured, CalibratedCount(_calibration(measured, ctx)))
 
 
 @dataclass(slots=True)
@@ -128,27 +125,16 @@ def _measure(payload: Any, ctx: HandlerContext, reuse: CallReuse) -> _Measured:
     return _Measured(request, est, sizes, roles, prompt_tokens, counted)
 
 
-def _respond(measured: _Measured, calibration: Calibration | None, routed: bool) -> dict[str, Any]:
-    request, est, roles, counted = measured.request, measured.est, measured.roles, measured.tools_count
-    tokens = measured.total()
-    if calibration is not None:
-        # Apportioned so that the parts still add up to the calibrated total.
-        names = list(roles)
-        scaled = calibration.apportion([measured.prompt_tokens, counted, *roles.values()])
-        counted, roles = scaled[1], dict(zip(names, scaled[2:]))
-        tokens = calibration.scale(tokens)
+def _respond(measured: _Measured, count: CalibratedCount) -> dict[str, Any]:
+    request, est = measured.request, measured.est
+    _, counted, roles = count.parts(measured.prompt_tokens, measured.tools_count, measured.roles)
     response: dict[str, Any] = {"tokens": 0, "by_role": roles}
     if request["tools"] is not None:
         response["tools_tokens"] = counted
     if request["parts"] is not None:
-        response["by_part"] = {
-            name: est.text(text) if calibration is None else calibration.amount(est.text(text))
-            for name, text in request["parts"].items()
-        }
-    response["tokens"] = tokens
-    response["estimator"] = "router" if routed else est.kind
-    if calibration is not None and not routed:
-        response["calibration"] = calibration.report()
+        response["by_part"] = count.by_part(request["parts"].items(), est)
+    response["tokens"] = count.total(measured.total())
+    count.describe(response, est)
     return response
 
 
@@ -176,7 +162,10 @@ def _calibration(measured: _Measured, ctx: HandlerContext) -> Calibration | None
     summarized = measured.total() if carries_summary(request["system_prompt"], messages) else None
     return choose_calibration(messages, range(len(messages)), sizes, fixed_tokens, recall,
                               exact=est.kind == "tokenizer",
-                              unrecorded_limit=limits.context_window if limits is not None else None,
+                              unrecorded_limit=history_ceiling.unrecorded_limit(
+                                  limits.context_window if limits is not None else None,
+                                  history_ceiling.ceiling_for(request["options"].max_history_tokens,
+                                                              ctx.config.max_history_tokens)),
                               summarized_limit=summarized)
 
 

@@ -26,6 +26,9 @@ TOKENS_IN = "context_manager.tokens.in"
 TOKENS_OUT = "context_manager.tokens.out"
 TOKENS_FREED = "context_manager.tokens.freed"
 COMPACTIONS = "context_manager.compactions"
+# ``summarizer_model``: the summariser calls a compaction reported, and their tokens.
+SUMMARIZER_CALLS = "context_manager.summarizer.calls"
+SUMMARIZER_TOKENS = "context_manager.summarizer.tokens"
 OVERFLOWS = "context_manager.overflows"
 
 Served = Callable[[Any], Awaitable[Any]]
@@ -78,6 +81,7 @@ def call_facts(function_id: str, payload: Any, response: Any, outcome: str) -> d
             facts["context_manager.summary.head_tokens"] = applied["tokens_before"]
         if "dropped_messages" in applied:
             facts["context_manager.drop.messages"] = applied["dropped_messages"]
+        _summarizer_facts(facts, applied.get("summarizer"))
     elif "pruned_parts" in response:  # context::prune
         facts["context_manager.prune.freed_tokens"] = response["pruned_tokens"]
         facts["context_manager.prune.parts"] = response["pruned_parts"]
@@ -89,10 +93,20 @@ def call_facts(function_id: str, payload: Any, response: Any, outcome: str) -> d
             facts["context_manager.summary.kind"] = response.get("summary_kind", "llm")
             facts["context_manager.summary.chars"] = len(response["summary"])
             facts["context_manager.summary.head_tokens"] = response["tokens_before"]
+        _summarizer_facts(facts, response.get("summarizer"))
     elif isinstance(response.get("tokens"), int):  # context::count-tokens
         facts["context_manager.tokens.final"] = response["tokens"]
         facts["context_manager.estimator"] = response["estimator"]
     return facts
+
+
+def _summarizer_facts(facts: dict[str, AttributeValue], cost: Any) -> None:
+    """A compaction's ``summarizer`` report (``summarizer_model``), when there is one."""
+    if not isinstance(cost, dict):
+        return
+    facts["context_manager.summarizer.model"] = cost["model"]
+    for name in ("calls", "input_tokens", "output_tokens"):
+        facts[f"context_manager.summarizer.{name}"] = cost[name]
 
 
 def _log_line(facts: dict[str, AttributeValue], duration_ms: float, trace_id: str | None) -> str:
@@ -127,6 +141,12 @@ def _record_metrics(telemetry: Telemetry, function_id: str, facts: dict[str, Att
                                          "summary_kind": str(facts.get("context_manager.summary.kind", "llm"))})
     if outcome == "context/overflow":
         telemetry.count(OVERFLOWS, 1, by_function)
+    if "context_manager.summarizer.model" in facts:
+        model = {"model": str(facts["context_manager.summarizer.model"])}
+        telemetry.count(SUMMARIZER_CALLS, int(facts["context_manager.summarizer.calls"]), model)
+        for direction in ("input", "output"):
+            telemetry.count(SUMMARIZER_TOKENS, int(facts[f"context_manager.summarizer.{direction}_tokens"]),
+                            {**model, "direction": direction})
 
 
 def observe(function_id: str, serve: Served, telemetry: Telemetry = NO_TELEMETRY,

@@ -26,6 +26,16 @@ FUNCTION_IDS = (
 
 PUBLIC_FUNCTION_IDS = FUNCTION_IDS[:4]
 
+# The policy functions (docs/policies.md), registered after those: not part of the 1.1.6 surface,
+# so their definitions are kept apart (``policy_functions.json``).
+POLICY_FUNCTION_IDS = (
+    "context::policy::publish",
+    "context::policy::list",
+    "context::policy::activate",
+    "context::policy::withdraw",
+    "context::policy::resolve",
+)
+
 # Optional request and response members beyond the 1.1.6 schemas, as (function id, JSON pointer).
 DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/response_schema/definitions/Applied/properties/dropped_messages"),
@@ -46,15 +56,29 @@ DOCUMENTED_ADDITIONS = (
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/explain"),
     ("context::assemble", "/response_schema/definitions/AssembleBreakdown/properties/calibration"),
     ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/preview_only"),
+    ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/namespace"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/policy"),
+    ("context::assemble", "/response_schema/definitions/AppliedPolicy"),
+    ("context::assemble", "/response_schema/definitions/PolicySource"),
+    ("context::assemble", "/response_schema/definitions/PolicyWarning"),
+    ("context::assemble", "/request_schema/definitions/AssembleOptions/properties/max_history_tokens"),
+    ("context::assemble", "/response_schema/definitions/AssembleBreakdown/properties/window_usable"),
+    ("context::assemble", "/response_schema/definitions/Applied/properties/summarizer"),
     ("context::compact", "/response_schema/oneOf/0/properties/retained_items"),
     ("context::compact", "/response_schema/oneOf/0/properties/summary_kind"),
+    ("context::compact", "/request_schema/definitions/CompactOptions/properties/namespace"),
+    ("context::compact", "/response_schema/oneOf/0/properties/summarizer"),
     ("context::prune", "/request_schema/definitions/PruneOptions/properties/explain"),
     ("context::prune", "/response_schema/properties/actions"),
     ("context::prune", "/response_schema/definitions/Action"),
+    ("context::prune", "/request_schema/definitions/PruneOptions/properties/namespace"),
     ("context::count-tokens", "/response_schema/properties/calibration"),
+    ("context::count-tokens", "/request_schema/properties/options"),
+    ("context::count-tokens", "/request_schema/definitions/CountTokensOptions"),
 )
 
 _DATA_FILE = "functions.json"
+_POLICY_DATA_FILE = "policy_functions.json"
 
 
 @lru_cache(maxsize=1)
@@ -76,8 +100,23 @@ def function_definitions() -> list[dict[str, Any]]:
     return copy.deepcopy(list(_load()))
 
 
+@lru_cache(maxsize=1)
+def _load_policy() -> tuple[dict[str, Any], ...]:
+    text = resources.files(__name__).joinpath(_POLICY_DATA_FILE).read_text(encoding="utf-8")
+    entries = json.loads(text)
+    ids = tuple(entry["id"] for entry in entries)
+    if ids != POLICY_FUNCTION_IDS:
+        raise RuntimeError(f"{_POLICY_DATA_FILE} lists {ids}, expected {POLICY_FUNCTION_IDS}")
+    return tuple(entries)
+
+
+def policy_function_definitions() -> list[dict[str, Any]]:
+    """The policy functions, in registration order, shaped as :func:`function_definitions`'s."""
+    return copy.deepcopy(list(_load_policy()))
+
+
 def function_definition(function_id: str) -> dict[str, Any]:
-    for entry in _load():
+    for entry in (*_load(), *_load_policy()):
         if entry["id"] == function_id:
             return copy.deepcopy(entry)
     raise KeyError(function_id)

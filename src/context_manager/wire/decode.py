@@ -561,3 +561,14 @@ _MODEL_INPUT = {
 def decode_model_input(value: Any) -> ModelInput:
     f = decode_struct(value, "ModelInput", _MODEL_INPUT)
     return ModelInput(f["id"], f["provider"], f["limits"])
+
+
+# The members a request about one model-facing history shares (``context::assemble`` adds its
+# options; ``context::count-tokens`` is these): the handlers swap in their intake's decoders.
+HISTORY_REQUEST: dict[str, FieldSpec] = {
+    "messages": FieldSpec(decode_messages),
+    "model": FieldSpec(decode_model_input, required=True),
+    "system_prompt": FieldSpec(string),
+    "tools": FieldSpec(decode_tools),
+    "parts": FieldSpec(string_map),
+}

@@ -15,9 +15,11 @@ from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.config.parse import parse_config_value
 from context_manager.core.compaction import ahead, lease
 from context_manager.core.compaction.recall import session_key
+from context_manager.core.compaction.summarize import request_tokens
+from context_manager.core.counting.estimate import HEURISTIC
 from context_manager.handlers.assemble import handle
 from context_manager.handlers.context import HandlerContext
-from context_manager.ports import LeaseRecord, ManualClock
+from context_manager.ports import LeaseRecord, ManualClock, ModelBudget, RouterModel
 from context_manager.wire.codec import dumps_wire
 from context_manager.wire.decode import decode_messages
 from context_manager.wire.errors import ContextManagerError, error_envelope
@@ -81,11 +83,12 @@ class World:
         self.sessions = sessions if sessions is not None else MemorySessionStore()
         self.clock = clock if clock is not None else ManualClock(1_000)
         self.runner = ManualRunner()
+        self.resolver: Any = None
 
     def context(self) -> HandlerContext:
         return HandlerContext(config=self.config, summarizer=self.summarizer, lease_store=self.leases,
                               clock=self.clock, session_store=self.sessions, ahead_runner=self.runner,
-                              log=logging.getLogger("context_manager.test"))
+                              resolver=self.resolver, log=logging.getLogger("context_manager.test"))
 
     def answer(self, body: dict[str, Any]) -> str:
         try:
@@ -355,3 +358,75 @@ def test_a_whole_history_loop_with_summary_reuse_chains_ready_summaries() -> Non
     assert [summary for _, _, summary in compactions] == [f"AHEAD SUMMARY {i}" for i in range(1, len(compactions) + 1)]
     assert (len(compactions), world.summarizer.calls) == (11, 11)
     assert "AHEAD SUMMARY 10" in world.summarizer.requests[-1].system_prompt  # built on the one before
+
+
+# --- with the history ceiling and the summariser's own model ----------------------------------
+
+
+def test_under_a_history_ceiling_the_share_and_the_head_are_of_the_ceilings_budget() -> None:
+    ceiling = {**AHEAD, "max_history_tokens": 5000}
+    # 4235 tokens: under 0.7 of the window's 8000, past 0.7 of the ceiling's 5000
+    assert World(AHEAD).result(payload(session(5)))["token_count"] == 4235
+    world, plain = World(ceiling), World(AHEAD)
+    plain.answer(payload(session(5)))
+    assert plain.runner.started == []
+    answered = world.result(payload(session(5)))
+    assert (answered["applied"]["compacted"], answered["usable"]) == (False, 5000)
+    assert len(world.runner.jobs) == 1
+    world.runner.run_all()
+    # the head a compaction to the ceiling's budget would summarise (to 8000 it would be 11)
+    assert world.record(session(5)).head_len == 7
+    result = world.result(payload(session(7)))
+    applied = result["applied"]
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 7)
+    assert result["token_count"] <= result["usable"] == 5000
+    assert result["breakdown"]["window_usable"] == 8000
+    assert world.summarizer.calls == 1
+
+
+class Catalog:
+    """The router's models: ``cheap`` has a 4000-token window (usable 3100), nothing else is known."""
+
+    def __init__(self) -> None:
+        self.looked_up: list[tuple[str | None, str]] = []
+
+    async def get_model_budget(self, provider: str | None, model_id: str) -> ModelBudget | None:
+        self.looked_up.append((provider, model_id))
+        if model_id != "cheap":
+            return None
+        return ModelBudget(RouterModel(model_id, 4000, 500, provider="fake"), 500)
+
+
+def summariser_model_world(config: dict[str, Any]) -> World:
+    world = World({**AHEAD, "summarizer_model": {"id": "cheap", "provider": "fake"},
+                   "compaction_instructions": "Keep every file path.", **config})
+    world.resolver = Catalog()
+    return world
+
+
+def test_the_job_summarises_on_the_summariser_model_with_the_standing_instructions() -> None:
+    world = summariser_model_world({})
+    world.answer(payload(session(7)))
+    assert world.summarizer.calls == 0 and world.resolver.looked_up == []  # nothing on the call's path
+    world.runner.run_all()
+    requests = world.summarizer.requests
+    # the head in requests within cheap's usable budget (3100), as inline compaction chunks it
+    assert [(r.model, r.provider) for r in requests] == [("cheap", "fake")] * 2
+    assert max(request_tokens(HEURISTIC, r.system_prompt, r.user_prompt) for r in requests) == 3100
+    assert all("Keep every file path." in r.system_prompt for r in requests)
+    result = world.result(payload(session(11)))
+    applied = result["applied"]
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 2", 11)
+    # no summariser call on this call's path, so no cost to report
+    assert "summarizer" not in applied and world.summarizer.calls == 2
+
+
+def test_a_summariser_model_that_cannot_be_resolved_costs_the_job_only(caplog: pytest.LogCaptureFixture) -> None:
+    world = summariser_model_world({"summarizer_model": {"id": "unknown"}, "allow_fallback_limits": False})
+    control = World(AHEAD)
+    assert world.answer(payload(session(7))) == control.answer(payload(session(7)))
+    with caplog.at_level(logging.WARNING, logger="context_manager.test"):
+        world.runner.run_all()
+    assert world.summarizer.calls == 0 and world.record(session(7)) is None
+    assert "summary ahead of time not made: context/model_unresolved" in caplog.text
+    assert world.leases.records == {}  # the lease is released

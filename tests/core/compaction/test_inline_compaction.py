@@ -73,6 +73,7 @@ class _Request:
     config: WorkerConfig = DEFAULT_CONFIG
     early_headroom: int | None = None
     summarizer_budget: int | None = None  # CompactionRequest's: None gives the summariser ``usable``
+    chunk_budget: int | None = None
 
 
 @dataclass
@@ -81,6 +82,7 @@ class _Deps:
     lease_store: Any
     clock: Any = None
     log: Any = None
+    resolver: Any = None
 
     def __post_init__(self):
         import logging

@@ -9,7 +9,9 @@ from compaction_support import FR, A, U, X, decoded, history
 from context_manager import call
 from context_manager.core.compaction.retention_check import (
     CARRIED,
+    CUT,
     RETAINED_HEADING,
+    USER_HEADING,
     Item,
     bullet,
     check_summary,
@@ -48,18 +50,21 @@ def test_must_keep_items_in_order_of_first_appearance():
         U("Also check https://example.com/spec and src/app.py"),
     )
     assert must_keep(head) == [
-        Item("Please fix   the bug in src/app.py", 0),
+        Item("Please fix   the bug in src/app.py", 0, user=True),
         Item("src/app.py", 3),
         Item("/testbed/src/app.py", 1),
         Item("docs/x.md", 1),
-        Item("Also check https://example.com/spec and src/app.py", 3),
+        Item("Also check https://example.com/spec and src/app.py", 3, user=True),
         Item("https://example.com/spec", 3),
     ]
 
 
-def test_user_text_is_cut_at_300_characters():
-    (item,) = must_keep(decoded(U("a" * 400)))
-    assert item.text == "a" * 300
+def test_the_user_s_words_are_kept_whole_up_to_1000_characters_else_head_and_tail():
+    (item,) = must_keep(decoded(U("a" * 1000)))
+    assert item == Item("a" * 1000, 0, user=True)
+    (item,) = must_keep(decoded(U("h" * 200 + "m" * 801 + "t" * 100)))
+    assert item.text == "h" * 200 + CUT + "t" * 100
+    assert CUT == " […] "
 
 
 def test_open_error_is_the_latest_failure_not_followed_by_a_success_of_its_function():
@@ -88,7 +93,7 @@ def test_missing_items_are_appended_under_the_heading():
     # The path is there (case folded); the request itself is not.
     summary, appended = check_summary("## Goal\n- edit SRC/APP.PY", head, None, 1000, HEURISTIC)
     assert appended == 1
-    assert summary == f"## Goal\n- edit SRC/APP.PY\n\n{RETAINED_HEADING}\n- Fix src/app.py"
+    assert summary == f"## Goal\n- edit SRC/APP.PY\n\n{USER_HEADING}\n- Fix src/app.py"
 
 
 def test_nothing_missing_leaves_the_summary_as_it_is():
@@ -102,7 +107,7 @@ def test_the_previous_summary_does_not_count_as_kept():
     head = decoded(U("Fix src/app.py"), U("and docs/readme.md"))
     summary, appended = check_summary("short", head, "- Fix src/app.py", 1000, HEURISTIC)
     assert (summary, appended) == (
-        f"short\n\n{RETAINED_HEADING}\n- Fix src/app.py\n- and docs/readme.md", 2)
+        f"short\n\n{USER_HEADING}\n- Fix src/app.py\n- and docs/readme.md", 2)
 
 
 def test_retained_in_reads_every_retained_section_back():
@@ -136,11 +141,13 @@ def test_the_previous_appendix_is_carried_before_the_head():
 def test_carried_items_are_cut_before_the_head_items():
     previous = f"s\n\n{RETAINED_HEADING}\n- /old/a.py\n- /old/b.py\n- /old/c.py"
     head = decoded(*[U(f"request {i}: {X(10)}") for i in range(3)])
-    # Half of 100 (50): heading 4 + 1, each request 13 + 1 (three: 42 + 5 = 47), each carried
-    # path 2 + 1: one more fits, the most recent carried one.
-    summary, appended = check_summary("s", head, previous, 100, HEURISTIC)
-    assert appended == 4
-    assert summary.split("\n")[3:] == ["- /old/c.py", *(f"- request {i}: {X(10)}" for i in range(3))]
+    # Half of 120 (60): the user's words first (their heading 4 + 1, each request 13 + 1: 47),
+    # then the details' heading 4 + 1 and a blank line, each carried path 2 + 1: the two most
+    # recent fit (59).
+    summary, appended = check_summary("s", head, previous, 120, HEURISTIC)
+    assert appended == 5
+    assert summary.split("\n")[2:] == [USER_HEADING, *(f"- request {i}: {X(10)}" for i in range(3)), "",
+                                       RETAINED_HEADING, "- /old/b.py", "- /old/c.py"]
 
 
 def test_only_the_last_share_of_the_previous_appendix_is_read():
@@ -157,18 +164,21 @@ def test_an_item_another_appended_item_contains_is_not_repeated():
                    AC_args("c1", "bash", {"command": "cat /testbed/src/lib.py"}))
     summary, appended = check_summary("s", head, None, 1000, HEURISTIC)
     assert (summary, appended) == (
-        f"s\n\n{RETAINED_HEADING}\n- Fix src/app.py\n- see /testbed/src/\n- /testbed/src/lib.py", 3)
+        f"s\n\n{USER_HEADING}\n- Fix src/app.py\n- see /testbed/src/\n\n{RETAINED_HEADING}\n"
+        "- /testbed/src/lib.py", 3)
 
 
 def test_a_contained_item_is_appended_when_its_container_is_cut():
     head = decoded(U(f"Fix src/app.py {X(20)}"))
-    # Half of 20 (10): heading 4 + 1, the path 3 + 1; the request (24 + 1) does not fit.
-    assert check_summary("s", head, None, 20, HEURISTIC) == (f"s\n\n{RETAINED_HEADING}\n- src/app.py", 1)
+    # Half of 30 (15): the request (its heading 4 + 1, itself 24 + 1) does not fit; the path
+    # (the details' heading 4 + 1, itself 3 + 1) does.
+    assert check_summary("s", head, None, 30, HEURISTIC) == (f"s\n\n{RETAINED_HEADING}\n- src/app.py", 1)
 
 
 def test_multi_line_items_stay_one_bullet():
     summary, appended = check_summary("s", decoded(U("line one\nline two")), None, 1000, HEURISTIC)
-    assert summary == f"s\n\n{RETAINED_HEADING}\n- line one\n  line two"
+    assert summary == f"s\n\n{USER_HEADING}\n- line one\n  line two"
+    assert retained_in(summary, USER_HEADING) == ["line one\nline two"]
 
 
 def test_the_budget_keeps_the_most_recent_items():
@@ -176,7 +186,7 @@ def test_the_budget_keeps_the_most_recent_items():
     # Half of a 100-token budget (50): the heading costs 4 + 1, each bullet 13 + 1, so three fit.
     summary, appended = check_summary("s", head, None, 100, HEURISTIC)
     assert appended == 3
-    assert summary.split("\n")[3:] == [f"- request {i}: {X(10)}" for i in (3, 4, 5)]
+    assert summary.split("\n")[2:] == [USER_HEADING, *(f"- request {i}: {X(10)}" for i in (3, 4, 5))]
 
 
 def test_no_room_appends_nothing():
@@ -210,9 +220,9 @@ def test_assemble_reports_retained_items_and_the_summary_keeps_them():
     # src/parse.py is inside the request's bullet, so it is not repeated.
     assert applied["retained_items"] == 1 + head_rounds
     lines = applied["summary"].split("\n")
-    assert lines[:4] == ["## Goal", "- (none)", "", RETAINED_HEADING]
-    assert lines[4] == "- Port the parser in src/parse.py to the new API"
-    assert lines[5:] == [f"- src/mod{i}.py" for i in range(head_rounds)]
+    assert lines[:7] == ["## Goal", "- (none)", "", USER_HEADING,
+                         "- Port the parser in src/parse.py to the new API", "", RETAINED_HEADING]
+    assert lines[7:] == [f"- src/mod{i}.py" for i in range(head_rounds)]
     assert "summary_kind" not in applied
     assert out["system_prompt"].endswith(applied["summary"])
 
@@ -221,7 +231,7 @@ def test_compact_applies_the_same_check():
     out = call("context::compact", {"messages": session(), "model": MODEL},
                config={"summary_check": "append"}, summarizer=forgetful)
     assert out["status"] == "ok"
-    assert out["summary"].startswith(f"## Goal\n- (none)\n\n{RETAINED_HEADING}\n- Port the parser")
+    assert out["summary"].startswith(f"## Goal\n- (none)\n\n{USER_HEADING}\n- Port the parser")
     assert out["retained_items"] == out["summary"].count("\n- ") - 1
     assert "summary_kind" not in out
 
@@ -250,7 +260,27 @@ def test_the_next_compaction_carries_what_the_check_kept():
     lines = second["summary"].split("\n")
     # The forgetful summariser dropped everything: the previous appendix comes first, then the
     # rounds this head folded.
-    assert lines[:5] == ["## Goal", "- (none)", "", RETAINED_HEADING,
-                         "- Port the parser in src/parse.py to the new API"]
-    assert lines[5:] == [f"- src/mod{i}.py" for i in range(first_rounds + second_rounds)]
+    assert lines[:7] == ["## Goal", "- (none)", "", USER_HEADING,
+                         "- Port the parser in src/parse.py to the new API", "", RETAINED_HEADING]
+    assert lines[7:] == [f"- src/mod{i}.py" for i in range(first_rounds + second_rounds)]
     assert second["retained_items"] == 1 + first_rounds + second_rounds
+
+
+def test_a_long_constraint_is_kept_whole_and_the_user_s_words_go_first():
+    constraint = "Never change the public API of src/api.py; " + "keep every endpoint backwards compatible. " * 20
+    assert 300 < len(constraint.strip()) <= 1000
+    head = decoded(U("Fix src/app.py"),
+                   AC_args("c1", "bash", {"command": "cat /repo/a.py /repo/b.py"}),
+                   U(constraint),
+                   AC_args("c2", "bash", {"command": "cat /repo/c.py"}))
+    summary, appended = check_summary("s", head, None, 1000, HEURISTIC)
+    assert (summary, appended) == (
+        f"s\n\n{USER_HEADING}\n- Fix src/app.py\n- {constraint.strip()}\n\n{RETAINED_HEADING}\n"
+        "- /repo/a.py\n- /repo/b.py\n- /repo/c.py", 5)
+    # The user's words are carried as the user's words by the next summary.
+    assert keep_list([], summary)[:2] == [Item("Fix src/app.py", CARRIED, user=True),
+                                          Item(constraint.strip(), CARRIED, user=True)]
+    # The newest words first: with room for one request, the constraint stays.
+    share_for_one = 2 * (HEURISTIC.text(USER_HEADING) + 1 + HEURISTIC.text(bullet(constraint.strip())) + 1)
+    summary, appended = check_summary("s", head[:3], None, share_for_one, HEURISTIC)
+    assert (summary, appended) == (f"s\n\n{USER_HEADING}\n- {constraint.strip()}", 1)

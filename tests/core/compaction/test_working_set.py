@@ -178,7 +178,7 @@ def test_compact_appends_the_section_after_the_retained_details():
     out = call("context::compact", {"messages": session(), "model": MODEL},
                config={"working_set": True, "summary_check": "append"}, summarizer=forgetful)
     summary = out["summary"]
-    assert summary.startswith("## Goal\n- (none)\n\n## Retained details\n- Port the parser")
+    assert summary.startswith("## Goal\n- (none)\n\n## The user's words\n- Port the parser")
     body, section = split_section(summary)
     # Every path the retained details hold is left out of the section.
     assert section == ""

@@ -2,25 +2,30 @@
 
 Two hooks in ``context::assemble``, both inert while ``compact_ahead_at`` is null:
 
-* :func:`due` then :func:`after_call`, once a call's answer is final: when the context it returns
-  exceeds ``compact_ahead_at`` of the budget and the call did not compact, a background job is handed
-  to the process's ``JobRunner`` (``deps.ahead_runner``; a preview has none). Nothing the call
-  returns depends on it, and nothing is awaited.
+* :func:`due` then :func:`after_call`, once a call's answer is final (``core.assembly.finish``):
+  when the context it returns exceeds ``compact_ahead_at`` of the budget the passes aimed for
+  (under ``max_history_tokens``, the ceiling's) and the call did not compact, a background job
+  is handed to the process's ``JobRunner`` (``deps.ahead_runner``; a preview has none). Nothing
+  the call returns depends on it, and nothing is awaited.
 * :func:`compact_without_waiting`, in place of the inline compaction of a call that must
-  compact: the ready summary when the session has one whose head this history still extends,
-  else the no-wait path (``try_compact`` without a summariser: the extractive summary with
-  ``summarizer_fallback: extractive``, otherwise no compaction, as without a summariser). The
-  summariser is never called on the call's own path.
+  compact (``core.assembly.passes.compaction.compaction_step``): the ready summary when the
+  session has one whose head this history still extends, else the no-wait path (``try_compact``
+  without a summariser: the extractive summary with ``summarizer_fallback: extractive``,
+  otherwise no compaction, as without a summariser). The summariser is never called on the
+  call's own path.
 
 The job (:func:`run_job`) selects the head a full-window compaction of the call's context would
 summarise (the same selection and ``produce_summary`` as inline compaction, the summariser only,
-no extractive fallback), under the compaction lease of the call's session, and puts the result
-in the session store under :data:`RECORD_PREFIX` + the session key, so ``summary_reuse``'s
-record of the same session is never overwritten. The record's ``head_len`` is the request index
-the tail starts at, ``anchor_len`` the request index of the first message after the pinned
-anchor, and ``head_digest`` covers the previous summary the job built on and the request's
-first ``head_len`` messages: a later call uses the summary only when it sends that same
-previous summary (or none) and a history that starts with exactly those messages.
+no extractive fallback; the summariser's requests go where inline compaction's go: to
+``summarizer_model`` when set, each within that model's budget, else within the request's
+``chunk_budget``, with ``compaction_instructions`` in every prompt), under the compaction lease
+of the call's session, and puts the result in the session store under :data:`RECORD_PREFIX` +
+the session key, so ``summary_reuse``'s record of the same session is never overwritten. The
+record's ``head_len`` is the request index the tail starts at, ``anchor_len`` the request index
+of the first message after the pinned anchor, and ``head_digest`` covers the previous summary
+the job built on and the request's first ``head_len`` messages: a later call uses the summary
+only when it sends that same previous summary (or none) and a history that starts with exactly
+those messages.
 
 The session key is ``options.lease_key`` when given, else the default lease key's digest over
 the request's first message (``recall.session_key``); the job's lease is taken on that key, so
@@ -47,17 +52,20 @@ from context_manager.core.compaction.inline import (
 )
 from context_manager.core.compaction.produce import EXTRACTIVE, LLM, produce_summary
 from context_manager.core.compaction.recall import session_key
+from context_manager.core.compaction.summarizer_model import summarizer_target
 from context_manager.core.memo import MessageMemo, remembered
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import (
     Clock,
     JobRunner,
     LeaseStore,
+    ModelResolver,
     RememberedCompaction,
     SessionStore,
     SummarizeError,
     Summarizer,
 )
+from context_manager.wire import errors
 from context_manager.wire.messages import Message
 
 # Session-store keys of the summaries computed ahead of time (``summary_reuse`` uses the bare key).
@@ -73,6 +81,8 @@ class AheadDeps(Protocol):
     session_store: SessionStore | None
     clock: Clock
     log: logging.Logger
+    # ``summarizer_model`` is resolved through it, as inline compaction resolves it.
+    resolver: ModelResolver | None
     ahead_runner: JobRunner | None
 
 
@@ -111,15 +121,15 @@ def due(config: WorkerConfig, total: int, budget: int, compacted: bool) -> bool:
 def after_call(request: CompactionRequest, deps: AheadDeps, memo: MessageMemo | None = None) -> bool:
     """Hand the session's job to the process's runner (when :func:`due`); never waits.
 
-    ``request`` describes the context as returned (``core.assemble._compaction_request`` of the
-    final state); ``memo``, the call's, keeps the session key on the first message's entry, so
-    the calls that follow do not hash it again. ``True`` when a job was started.
+    ``request`` describes the context as returned (``core.assembly.passes.compaction.
+    compaction_request`` of the final state); ``memo``, the call's, keeps the session key on the
+    first message's entry, so the calls that follow do not hash it again. ``True`` when a job was started.
     """
     runner, store = deps.ahead_runner, deps.session_store
     if runner is None or store is None or deps.summarizer is None:
         return False
     job = AheadJob(request, _session_key(request, memo), deps.summarizer,
-                   deps.lease_store, store, deps.clock, deps.log)
+                   deps.lease_store, store, deps.clock, deps.log, deps.resolver)
     return runner.start(job_key(job.session, request.previous_summary), job.run, job_timeout_s(request.config))
 
 
@@ -152,6 +162,7 @@ class _NoWait:
     clock: Clock
     summarizer: Summarizer | None = None
     lease_store: LeaseStore | None = None
+    resolver: ModelResolver | None = None
 
 
 async def compact_without_waiting(request: CompactionRequest, deps: InlineCompactionDeps,
@@ -210,6 +221,7 @@ class AheadJob:
     store: SessionStore
     clock: Clock
     log: logging.Logger
+    resolver: ModelResolver | None = None
 
     async def run(self) -> bool:
         return await run_job(self)
@@ -258,6 +270,13 @@ async def run_job(job: AheadJob) -> bool:
         if _still_ready(await job.store.get(key), request):
             return True  # another process finished one while this job waited for the lease
         try:
+            # Where inline compaction's summariser calls go (``summarizer_model``), resolved
+            # inside the job: a model that cannot be resolved costs the job, never a call.
+            target = await summarizer_target(request.model, request.config, job.resolver, job.log)
+        except errors.HandlerError as exc:
+            job.log.warning("summary ahead of time not made: %s", exc)
+            return False
+        try:
             produced = await produce_summary(
                 job.summarizer,
                 request.model,
@@ -269,6 +288,8 @@ async def run_job(job: AheadJob) -> bool:
                 # The summariser's summary or none: the no-wait path makes extractive ones itself.
                 config=replace(request.config, summarizer_fallback="none"),
                 log=job.log,
+                chunk_budget=request.chunk_budget,
+                target=target,
             )
         except SummarizeError as exc:
             job.log.warning("summary ahead of time not made: %s", exc)

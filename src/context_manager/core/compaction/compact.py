@@ -19,6 +19,7 @@ from context_manager.core.carried_anchor import split_summary, with_anchor
 from context_manager.core.compaction import lease
 from context_manager.core.compaction.produce import produce_summary
 from context_manager.core.compaction.selection import select
+from context_manager.core.compaction.summarizer_model import cost_report, summarizer_target
 from context_manager.core.counting.estimate import estimator_for_call
 from context_manager.core.resolution import resolve_model
 from context_manager.core.settings import WorkerConfig
@@ -111,6 +112,9 @@ async def _summarise(
         return dict(EMPTY)
     tokens_before = sum(sizes[:head_len])
     carried = split_summary(options.previous_summary)
+    target = None
+    if deps.summarizer is not None:
+        target = await summarizer_target(model, deps.config, deps.resolver, deps.log)
     try:
         produced = await produce_summary(
             deps.summarizer,
@@ -122,6 +126,7 @@ async def _summarise(
             estimator=estimator,
             config=deps.config,
             log=deps.log,
+            target=target,
         )
     except SummarizeError as exc:
         if exc.kind == "empty":
@@ -146,4 +151,7 @@ async def _summarise(
         response["summary_kind"] = produced.kind
     if produced.retained_items is not None:
         response["retained_items"] = produced.retained_items
+    cost = cost_report(target)
+    if cost is not None:
+        response["summarizer"] = cost
     return response

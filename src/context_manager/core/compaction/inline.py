@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from context_manager.core.budget import eager_tail_budget, preserve_recent
 from context_manager.core.compaction import lease
 from context_manager.core.compaction.produce import produce_summary
 from context_manager.core.compaction.selection import select, stepped_head
+from context_manager.core.compaction.summarizer_model import SummarizerTarget, cost_report, summarizer_target
 from context_manager.core.passes.steps import step_tokens
 from context_manager.core.settings import WorkerConfig
-from context_manager.ports import Clock, Estimator, LeaseStore, SummarizeError, Summarizer
+from context_manager.ports import Clock, Estimator, LeaseStore, ModelResolver, SummarizeError, Summarizer
 from context_manager.wire.decode import ModelInput
 from context_manager.wire.messages import Message
 
@@ -51,6 +52,9 @@ class CompactionRequest:
     * ``summarizer_budget``: the summariser's input budget when it differs from ``usable`` (a
       usage calibration never gives the summariser less than the uncalibrated budget); ``None``:
       ``usable``.
+    * ``chunk_budget``: the budget of each summariser request when it differs from the above (a
+      history ceiling leaves the summariser the window's; ``summarizer_model`` its own model's);
+      ``None``: the summariser's input budget.
     """
 
     view: list[Message]
@@ -68,6 +72,7 @@ class CompactionRequest:
     config: WorkerConfig
     early_headroom: int | None = None
     summarizer_budget: int | None = None
+    chunk_budget: int | None = None
 
 
 class InlineCompactionDeps(Protocol):
@@ -77,6 +82,8 @@ class InlineCompactionDeps(Protocol):
     lease_store: LeaseStore | None
     clock: Clock
     log: logging.Logger
+    # ``summarizer_model`` is resolved through it, as the session's model is.
+    resolver: ModelResolver | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,8 @@ class InlineCompaction:
     # ``applied.summary_kind`` / ``applied.retained_items``; None when their option is off.
     summary_kind: str | None = None
     retained_items: int | None = None
+    # ``applied.summarizer`` (``summarizer_model`` set and the summariser called); else None.
+    summarizer: dict[str, Any] | None = None
 
 
 async def try_compact(
@@ -128,7 +137,10 @@ async def try_compact(
             deps.log.debug("compaction skipped: lease %s is held", key)
             return None
     try:
-        return await _compact_view(request, deps.summarizer, deps.log, early_head)
+        target = None
+        if deps.summarizer is not None:
+            target = await summarizer_target(request.model, request.config, deps.resolver, deps.log)
+        return await _compact_view(request, deps.summarizer, deps.log, early_head, target)
     finally:
         if store is not None and nonce is not None:
             await lease.release(store, key, nonce)
@@ -180,6 +192,7 @@ def _early_compaction_pays(request: CompactionRequest, head_len: int, headroom: 
 async def _compact_view(
     request: CompactionRequest, summarizer: Summarizer | None, log: logging.Logger,
     early_head: int | None,
+    target: SummarizerTarget | None = None,
 ) -> InlineCompaction | None:
     """Summarise the head: ``early_head`` when an early compaction chose it, else the selection's."""
     view = request.view
@@ -198,9 +211,11 @@ async def _compact_view(
             estimator=request.estimator,
             config=request.config,
             log=log,
+            chunk_budget=request.chunk_budget,
+            target=target,
         )
     except SummarizeError as exc:
         log.warning("compaction skipped: %s", exc)
         return None
     return InlineCompaction(produced.text, head_len, head_len, tokens_before,
-                            produced.kind, produced.retained_items)
+                            produced.kind, produced.retained_items, cost_report(target))

@@ -3,7 +3,8 @@
 The summariser's reply (``summarize.summarize_head``); with ``summarizer_fallback: extractive`` an
 extractive summary instead when there is no summariser or it fails, times out or answers blank;
 then, with ``summary_check: append``, the retention check; then, with ``working_set: true``, the
-``## Working set`` section (``working_set``): the summariser and the check see the previous summary
+``## Working set`` section (``working_set``), after the ``## Current plan`` of ``plan_functions``
+(``plan``): the summariser and the check see the previous summary
 without it, and the extractive summary leaves the section the tokens it takes (up to its share)
 of the summary budget, measured against the extractive summary made with the whole budget. With
 these options at their defaults this is exactly ``summarize_head``.
@@ -18,8 +19,10 @@ from typing import Any
 
 from context_manager.core.budget import summary_budget
 from context_manager.core.compaction.extractive import extractive_summary
+from context_manager.core.compaction.instructions import combined
 from context_manager.core.compaction.retention_check import check_summary
 from context_manager.core.compaction.summarize import summarize_head
+from context_manager.core.compaction.summarizer_model import SummarizerTarget
 from context_manager.core.compaction.working_set import (
     section_budget,
     with_working_set,
@@ -54,9 +57,18 @@ async def produce_summary(
     estimator: Estimator,
     config: WorkerConfig,
     log: logging.Logger,
+    chunk_budget: int | None = None,
+    target: SummarizerTarget | None = None,
 ) -> ProducedSummary:
     """Raises :class:`SummarizeError` only without the extractive fallback; every count is taken
-    with ``estimator`` (the calling function's)."""
+    with ``estimator`` (the calling function's). ``input_budget`` sizes the summary and, unless
+    ``chunk_budget`` is given, each summariser request. ``target`` (``summarizer_model``) names
+    the model the requests go to, their budget and the tally of their cost. The configuration's
+    ``compaction_instructions`` come before ``instructions``."""
+    instructions = combined(config.compaction_instructions, instructions)
+    if target is not None:
+        model = target.model
+        chunk_budget = target.chunk_budget if target.chunk_budget is not None else chunk_budget
     extractive_on = config.summarizer_fallback == EXTRACTIVE
     kind = LLM
     carried = previous_summary
@@ -67,9 +79,9 @@ async def produce_summary(
         if summarizer is None:
             raise SummarizerUnavailable("no summariser is configured")
         text = await summarize_head(
-            summarizer, model, head, input_budget,
+            summarizer, model, head, input_budget if chunk_budget is None else chunk_budget,
             previous_summary=previous_summary, instructions=instructions, estimator=estimator,
-            config=config, log=log,
+            config=config, log=log, tally=target.tally if target is not None else None,
         )
     except SummarizeError as exc:
         if not extractive_on:
@@ -78,7 +90,8 @@ async def produce_summary(
         text = extractive_summary(head, previous_summary, budget, estimator)
         if config.working_set:
             # The section takes what it needs of its share; the extractive summary the rest.
-            section = working_set(head, carried, text, section_budget(budget), estimator)
+            section = working_set(head, carried, text, section_budget(budget), estimator,
+                                  config.plan_functions)
             if section:
                 text = extractive_summary(head, previous_summary,
                                           budget - estimator.text(section), estimator)
@@ -88,5 +101,6 @@ async def produce_summary(
         text, retained = check_summary(
             text, head, previous_summary, budget, estimator)
     if config.working_set:
-        text = with_working_set(text, head, carried, section_budget(budget), estimator)
+        text = with_working_set(text, head, carried, section_budget(budget), estimator,
+                                config.plan_functions)
     return ProducedSummary(text, kind if extractive_on else None, retained)

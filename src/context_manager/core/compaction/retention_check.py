@@ -2,21 +2,25 @@
 
 A deterministic must-keep list is derived from the head being summarised:
 
-* every user message's text (trimmed, its first 300 characters);
+* every user message's own words (trimmed): whole up to :data:`USER_WORDS_CHARS` characters, a
+  longer one as its first :data:`USER_HEAD_CHARS` and last :data:`USER_TAIL_CHARS` characters
+  joined by :data:`CUT`;
 * the file paths and URLs in user text and in function-call arguments;
 * the first line of the latest failed function result (``is_error``) that no later success of the
   same function answered.
 
-In update mode the items of the previous summary's :data:`RETAINED_HEADING` section join the
-list, as older than every item of the head: the new summary replaces the previous one, so what
-the check kept once stays kept until the appendix has no room for it. Only the section's last
-bullets are read, as many as the appendix share has tokens (no appendix of that share holds more).
+In update mode the items of the previous summary's :data:`USER_HEADING` and
+:data:`RETAINED_HEADING` sections join the list, as older than every item of the head: the new
+summary replaces the previous one, so what the check kept once stays kept until the appendix has
+no room for it. Only each section's last bullets are read, as many as the appendix share has
+tokens (no appendix of that share holds more).
 
 Items the new summary does not contain (compared after collapsing whitespace and case) are
-appended verbatim, one bullet each, under :data:`RETAINED_HEADING`; an item another appended item
-contains is not repeated. The appendix may take half of the summary budget; when the missing
-items need more, the head's items go before the carried ones and, within each, the most recent
-ones are kept.
+appended verbatim, one bullet each: the user's words under :data:`USER_HEADING`, the other items
+under :data:`RETAINED_HEADING`; an item another appended item contains is not repeated. The
+appendix may take half of the summary budget. The user's words are taken first, newest first
+(the head's before the carried ones), each whole while it fits; the other items take what is left,
+the head's before the carried ones and, within each, the most recent first.
 """
 
 from __future__ import annotations
@@ -33,7 +37,16 @@ from context_manager.wire.messages import resolve_inline_function_ids, text_of
 Message = dict[str, Any]
 
 RETAINED_HEADING = "## Retained details"
+USER_HEADING = "## The user's words"
+# What the extractive summary keeps of a user message (its first characters).
 USER_TEXT_CHARS = 300
+# What the check keeps of a user message: whole up to USER_WORDS_CHARS, else its head and tail,
+# as many characters as the first 300 the check kept before (a message that long is mostly a task
+# statement or pasted output; the recorded sessions' bill stays where it was).
+USER_WORDS_CHARS = 1000
+USER_HEAD_CHARS = 200
+USER_TAIL_CHARS = 100
+CUT = " […] "
 ERROR_LINE_CHARS = 300
 # The appendix takes at most this share (1/n) of the summary budget.
 APPENDIX_SHARE_DIVISOR = 2
@@ -58,6 +71,7 @@ class Item:
 
     text: str
     position: int
+    user: bool = False  # the user's own words (taken first)
 
 
 def normalize(text: str) -> str:
@@ -68,6 +82,15 @@ def normalize(text: str) -> str:
 def user_text(message: Message) -> str:
     """A user message's own text, trimmed and cut to :data:`USER_TEXT_CHARS` characters."""
     return trim(text_of(message["content"]))[:USER_TEXT_CHARS]
+
+
+def user_words(message: Message) -> str:
+    """A user message's own text, trimmed: whole up to :data:`USER_WORDS_CHARS` characters, else
+    its first :data:`USER_HEAD_CHARS` and last :data:`USER_TAIL_CHARS` joined by :data:`CUT`."""
+    text = trim(text_of(message["content"]))
+    if len(text) <= USER_WORDS_CHARS:
+        return text
+    return trim(text[:USER_HEAD_CHARS]) + CUT + trim(text[-USER_TAIL_CHARS:])
 
 
 def first_line(blocks: list[dict[str, Any]], limit: int = ERROR_LINE_CHARS) -> str:
@@ -152,7 +175,7 @@ def head_texts(head: Sequence[Message]) -> Iterator[tuple[int, str, bool]]:
     for index, message in enumerate(head):
         role = message["role"]
         if role == "user":
-            yield index, user_text(message), False
+            yield index, user_words(message), False
             for path in paths_in(text_of(message["content"])):
                 yield index, path, True
         if role in ("user", "assistant"):
@@ -166,24 +189,25 @@ def head_texts(head: Sequence[Message]) -> Iterator[tuple[int, str, bool]]:
 def must_keep(head: Sequence[Message]) -> list[Item]:
     """The must-keep list of ``head``: each text once, in order of first appearance."""
     order: list[str] = []
-    latest: dict[str, tuple[int, str]] = {}  # normalized -> (position, text as first seen)
+    # normalized -> (position, text as first seen, the user's words)
+    latest: dict[str, tuple[int, str, bool]] = {}
 
-    def note(text: str, position: int) -> None:
+    def note(text: str, position: int, user: bool) -> None:
         key = normalize(text)
         if not key:
             return
         if key not in latest:
             order.append(key)
-            latest[key] = (position, text)
+            latest[key] = (position, text, user)
         else:
-            latest[key] = (position, latest[key][1])
+            latest[key] = (position, latest[key][1], latest[key][2] or user)
 
-    for index, text, _is_path in head_texts(head):
-        note(text, index)
+    for index, text, is_path in head_texts(head):
+        note(text, index, not is_path)
     error = open_error(head)
     if error is not None:
-        note(error[2], error[0])
-    return [Item(latest[key][1], latest[key][0]) for key in order]
+        note(error[2], error[0], False)
+    return [Item(latest[key][1], latest[key][0], latest[key][2]) for key in order]
 
 
 def bullet(text: str) -> str:
@@ -191,8 +215,8 @@ def bullet(text: str) -> str:
     return "- " + text.replace("\n", "\n  ")
 
 
-def retained_in(summary: str) -> list[str]:
-    """The items of every :data:`RETAINED_HEADING` section of ``summary``, in order.
+def retained_in(summary: str, heading: str = RETAINED_HEADING) -> list[str]:
+    """The items of every ``heading`` section of ``summary``, in order.
 
     The inverse of the rendering: a bullet starts an item, an indented line continues it, a line
     that starts with ``#`` ends the section.
@@ -201,7 +225,7 @@ def retained_in(summary: str) -> list[str]:
     inside = False
     for line in summary.split("\n"):
         if line.startswith("#"):
-            inside = normalize(line) == normalize(RETAINED_HEADING)
+            inside = normalize(line) == normalize(heading)
             continue
         if not inside:
             continue
@@ -214,18 +238,19 @@ def retained_in(summary: str) -> list[str]:
 
 def keep_list(head: Sequence[Message], previous_summary: str | None,
               carried_limit: int | None = None) -> list[Item]:
-    """The previous summary's retained items (as :data:`CARRIED`; its last ``carried_limit``
-    when given), then the head's; each text once."""
+    """The previous summary's user's words and retained items (as :data:`CARRIED`; the last
+    ``carried_limit`` of each when given), then the head's; each text once."""
     head_items = must_keep(head)
     in_head = {normalize(item.text) for item in head_items}
-    previous = retained_in(previous_summary) if previous_summary else []
-    if carried_limit is not None:
-        previous = previous[max(len(previous) - carried_limit, 0):]
     carried: dict[str, Item] = {}
-    for text in previous:
-        key = normalize(text)
-        if key not in in_head and key not in carried:
-            carried[key] = Item(text, CARRIED)
+    for heading, user in ((USER_HEADING, True), (RETAINED_HEADING, False)):
+        previous = retained_in(previous_summary, heading) if previous_summary else []
+        if carried_limit is not None:
+            previous = previous[max(len(previous) - carried_limit, 0):]
+        for text in previous:
+            key = normalize(text)
+            if key not in in_head and key not in carried:
+                carried[key] = Item(text, CARRIED, user)
     return [*carried.values(), *head_items]
 
 
@@ -241,22 +266,29 @@ def missing_items(summary: str, head: Sequence[Message], previous_summary: str |
 def choose(missing: Sequence[Item], share: int, estimator: Estimator) -> list[int]:
     """Indexes (in list order) of the items the appendix holds within ``share`` tokens.
 
-    The most recent items are taken first. An item another taken item contains (a path inside a
-    request's text, a directory inside a longer path) is not repeated: that one keeps it.
+    The user's words are taken first, then the other items; within each the most recent first (a
+    carried item is older than every head item). An item another taken item contains (a path
+    inside a request's text, a directory inside a longer path) is not repeated: that one keeps it.
     """
     keys = [normalize(item.text) for item in missing]
-    # The +1 per line keeps the running sum an upper bound of the appendix's estimate.
-    spent = estimator.text(RETAINED_HEADING) + 1
+    # The +1 per line keeps the running sum an upper bound of the appendix's estimate; a heading
+    # is charged with the first item under it (and the blank line before the second heading).
+    spent = 0
+    opened: set[bool] = set()
     chosen: list[int] = []
     # The taken keys, one per line (a key holds no newline): one search tells containment.
     taken = ""
-    for i in sorted(range(len(missing)), key=lambda i: (missing[i].position, i), reverse=True):
+    for i in sorted(range(len(missing)), key=lambda i: (missing[i].user, missing[i].position, i), reverse=True):
         if spent >= share:
             break  # every bullet costs at least one token
-        cost = estimator.text(bullet(missing[i].text)) + 1
+        user = missing[i].user
+        heading = 0 if user in opened else \
+            estimator.text(USER_HEADING if user else RETAINED_HEADING) + 1 + (1 if opened else 0)
+        cost = heading + estimator.text(bullet(missing[i].text)) + 1
         if spent + cost > share or keys[i] in taken:
             continue
         spent += cost
+        opened.add(user)
         chosen.append(i)
         taken += keys[i] + "\n"
     # An item taken before an older item that contains it is now repeated: leave it out. Its own
@@ -279,5 +311,9 @@ def check_summary(
     chosen = choose(missing, share, estimator) if missing else []
     if not chosen:
         return summary, 0
-    appendix = RETAINED_HEADING + "\n" + "\n".join(bullet(missing[i].text) for i in chosen)
-    return f"{summary}\n\n{appendix}", len(chosen)
+    parts = []
+    for heading, user in ((USER_HEADING, True), (RETAINED_HEADING, False)):
+        bullets = [bullet(missing[i].text) for i in chosen if missing[i].user is user]
+        if bullets:
+            parts.append(heading + "\n" + "\n".join(bullets))
+    return summary + "".join(f"\n\n{part}" for part in parts), len(chosen)

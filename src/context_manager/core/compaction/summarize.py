@@ -20,6 +20,7 @@ from context_manager.core.compaction.prompts import (
     strip_media,
     trim,
 )
+from context_manager.core.compaction.summarizer_model import SummarizerTally
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import (
     Estimator,
@@ -28,6 +29,7 @@ from context_manager.ports import (
     SummarizerEmpty,
     SummarizeRequest,
     SummarizerFailed,
+    reply_usage,
 )
 from context_manager.wire.decode import ModelInput
 from context_manager.wire.ints import I64_MAX, saturating_add, saturating_mul
@@ -120,11 +122,14 @@ async def summarize_head(
     estimator: Estimator,
     config: WorkerConfig,
     log: logging.Logger | None = None,
+    tally: SummarizerTally | None = None,
 ) -> str:
     """Summarise ``head`` within ``input_budget`` tokens per request (03 §3.1), every request
     counted with ``estimator`` (the calling function's, so both count alike).
 
     Returns the last reply unmodified. Raises :class:`SummarizeError`; never anything else.
+    ``tally`` records every reply: the router's usage when the reply carries one, else the
+    request's estimate and the reply's.
     """
     log = log or logging.getLogger("context_manager.summarize")
     prompt = render_user_prompt(strip_media(head, config.max_output_chars)).encode("utf-8")
@@ -135,7 +140,7 @@ async def summarize_head(
         async with asyncio.timeout(deadline_ms / 1000):
             return await _chunk_loop(
                 summarizer, model, estimator, prompt, input_budget,
-                previous_summary, instructions, log,
+                previous_summary, instructions, log, tally,
             )
     except TimeoutError:
         raise SummarizerFailed("summary pipeline exceeded its time budget") from None
@@ -150,6 +155,7 @@ async def _chunk_loop(
     previous_summary: str | None,
     instructions: str | None,
     log: logging.Logger,
+    tally: SummarizerTally | None = None,
 ) -> str:
     remaining = prompt
     summary: str | None = None
@@ -174,6 +180,10 @@ async def _chunk_loop(
             summarizer,
             SummarizeRequest(system_prompt, fragment, model.id, model.provider, model.to_dict()),
         )
+        if tally is not None:
+            tally.record(reply_usage(reply), request_tokens(estimator, system_prompt, fragment),
+                         estimator.text(reply))
+        reply = str(reply)  # the text alone from here on (a ``SummaryReply`` also carries usage)
         if not trim(reply):
             raise SummarizerEmpty()
         remaining = remaining[end:]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,8 @@ from context_manager.core.compaction.artifacts import (
     Sighting,
     trail,
 )
+from context_manager.core.compaction.plan import Plan, current_plans, parse_plans, split_plan
+from context_manager.core.compaction.plan import render as render_plans
 from context_manager.core.counting.estimate import Estimator
 
 Message = dict[str, Any]
@@ -320,27 +322,76 @@ def render(entries: Sequence[Entry], summary: str, budget: int, estimator: Estim
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
+def sections(head: Sequence[Message], carried: Sequence[Entry], plans: Sequence[Plan], summary: str,
+             budget: int, estimator: Estimator, plan_functions: Collection[str] = ()) -> str:
+    """The plan section (``plan.py``) and then the working set section, within ``budget`` tokens
+    together: the plans take what they need first, the entries the rest."""
+    plan, spent = render_plans(current_plans(head, plans, plan_functions), budget, estimator) \
+        if plan_functions else ("", 0)
+    rest = budget - spent - 1 if plan else budget
+    section = render(collect(without_plan_calls(head, plan_functions), carried), summary, rest, estimator)
+    return "\n\n".join(part for part in (plan, section) if part)
+
+
+def without_plan_calls(head: Sequence[Message], plan_functions: Collection[str]) -> Sequence[Message]:
+    """``head`` without the calls of the plan functions and their results: the plan section
+    carries them, and their item texts and statuses are no artifacts of the work. ``head`` itself
+    when it holds none."""
+    if not plan_functions:
+        return head
+
+    def is_plan_block(block: dict[str, Any]) -> bool:
+        return block.get("type") == "function_call" and block.get("function_id") in plan_functions
+
+    calls = {block["id"] for message in head if message.get("role") in ("user", "assistant")
+             and isinstance(message.get("content"), list) for block in message["content"]
+             if is_plan_block(block)}
+    if not calls:
+        return head
+    kept: list[Message] = []
+    for message in head:
+        if message.get("role") == "function_result":
+            if message.get("function_call_id") not in calls:
+                kept.append(message)
+            continue
+        content = message.get("content")
+        if not isinstance(content, list):
+            kept.append(message)
+            continue
+        blocks = [block for block in content if not is_plan_block(block)
+                  and not (block.get("type") == "function_result" and block.get("function_call_id") in calls)]
+        if len(blocks) == len(content):
+            kept.append(message)
+        elif blocks:
+            kept.append({**message, "content": blocks})
+    return kept
+
+
 def working_set(head: Sequence[Message], previous: str | None, summary: str, budget: int,
-                estimator: Estimator) -> str:
-    """The section for ``head`` over the working set ``previous`` carried, without what
-    ``summary`` holds, within ``budget`` tokens."""
+                estimator: Estimator, plan_functions: Collection[str] = ()) -> str:
+    """The sections for ``head`` over the working set and plans ``previous`` carried, without
+    what ``summary`` holds, within ``budget`` tokens."""
     carried = parse_section(split_section(previous)[1]) if previous else []
-    return render(collect(head, carried), summary, budget, estimator)
+    plans = parse_plans(split_plan(previous)[1]) if previous and plan_functions else []
+    return sections(head, carried, plans, summary, budget, estimator, plan_functions)
 
 
 def with_working_set(summary: str, head: Sequence[Message], previous_summary: str | None,
-                     budget: int, estimator: Estimator) -> str:
-    """``summary`` (without any working set section of its own) and the section appended."""
+                     budget: int, estimator: Estimator, plan_functions: Collection[str] = ()) -> str:
+    """``summary`` (without any working set or plan section of its own) and the sections appended."""
     text, _old = split_section(summary)
-    section = working_set(head, previous_summary, text, budget, estimator)
+    if plan_functions:
+        text = split_plan(text)[0]
+    section = working_set(head, previous_summary, text, budget, estimator, plan_functions)
     return f"{text}\n\n{section}" if section else text
 
 
 def without_working_set(summary: str | None) -> str | None:
-    """A previous summary as a summariser should see it: the working set is carried apart."""
+    """A previous summary as a summariser should see it: the working set and the plan are
+    carried apart."""
     if summary is None:
         return None
-    return split_section(summary)[0]
+    return split_plan(split_section(summary)[0])[0]
 
 
 NOTE_INTRO = "Earlier messages were left out here to fit the context window. What they worked with:"
@@ -353,20 +404,28 @@ def is_note(message: Message) -> bool:
 
 
 def dropped_note(dropped: Sequence[Message], following: Message | None, budget: int,
-                 estimator: Estimator) -> Message | None:
+                 estimator: Estimator, plan_functions: Collection[str] = ()) -> Message | None:
     """The note left in place of ``dropped`` messages (``overflow_fallback: drop_oldest``): a user
     message holding the working set of what was dropped, within ``budget`` tokens for the
     section; an earlier note among them is carried like a previous summary. ``None`` when the
     dropped messages hold no entry. Timestamped as ``following`` (0 without one) so the same drop
     gives the same message."""
     carried: list[Entry] = []
+    plans: list[Plan] = []
     head: list[Message] = []
     for message in dropped:
         if is_note(message):
-            carried.extend(parse_section(split_section(message["content"][0]["text"])[1]))
+            text = message["content"][0]["text"]
+            carried.extend(parse_section(split_section(text)[1]))
+            if plan_functions:
+                # A later note's plans supersede an earlier one's: each function keeps its latest.
+                newer = parse_plans(split_plan(text)[1])
+                names = {plan.function for plan in newer}
+                plans = newer + [plan for plan in plans if plan.function not in names]
         else:
             head.append(message)
-    section = render(collect(head, carried), "", budget, estimator)
+    plans = [Plan(plan.function, plan.arguments, -1 - i) for i, plan in enumerate(plans)]
+    section = sections(head, carried, plans, "", budget, estimator, plan_functions)
     if not section:
         return None
     timestamp = following.get("timestamp") if following is not None else None

@@ -99,6 +99,14 @@ def floats_match() -> bool:
     return True
 
 
+def _counted_with_optional_string(block: dict[str, Any], n: int, name: str, with_it: int, without_it: int) -> bool:
+    """Whether the block's member count ``n`` is ``with_it`` and its member ``name`` a string when
+    it carries that optional member, else ``without_it``."""
+    if name in block:
+        return n == with_it and type(block[name]) is str
+    return n == without_it
+
+
 def _blocks(blocks: Any, acc: list[int]) -> bool:
     """Check the blocks; acc = [bytes to add, images, image bytes to discount]."""
     if type(blocks) is not list:
@@ -124,19 +132,13 @@ def _blocks(blocks: Any, acc: list[int]) -> bool:
         elif kind == "thinking":
             if type(block.get("text")) is not str:
                 return False
-            if "signature" in block:
-                if n != _THINKING_SIGNED_N or type(block["signature"]) is not str:
-                    return False
-            elif n != _THINKING_N:
+            if not _counted_with_optional_string(block, n, "signature", _THINKING_SIGNED_N, _THINKING_N):
                 return False
         elif kind == "image":
             data = block.get("data")
             if type(block.get("mime")) is not str or type(data) is not str:
                 return False
-            if "attachment_id" in block:
-                if n != _IMAGE_ATTACHED_N or type(block["attachment_id"]) is not str:
-                    return False
-            elif n != _IMAGE_N:
+            if not _counted_with_optional_string(block, n, "attachment_id", _IMAGE_ATTACHED_N, _IMAGE_N):
                 return False
             acc[1] += 1
             acc[2] += len(orjson.dumps(data)) - 2

@@ -1,0 +1,175 @@
+"""The worker's modes: the harness turn loop of the kit (``bench.kit.loop.HarnessLoop``) with every
+summariser call counted as in the call or off the turn (definitions: ``bench/latency/__init__.py``)."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.kit.ledger import Ledger, Sent, count
+from bench.kit.loop import GuidanceHook, HarnessLoop, InProcess, SessionRun, Step, patch_orphaned_calls
+from bench.kit.sessions import Session
+from bench.kit.summariser import RecordingSummarizer
+from context_manager.adapters.callable_summarizer import CallableSummarizer
+from context_manager.adapters.memory_session_store import MemorySessionStore
+from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
+from context_manager.config.parse import ConfigError, parse_config_value
+from context_manager.core.counting.calibration import SentLedger
+from context_manager.core.memo import MessageMemo
+from context_manager.handlers.context import HandlerContext
+from context_manager.ports import ModelBudget, RouterModel
+
+# True while the harness waits for a context::assemble answer (the caller's own context: an
+# asyncio task started inside the call copies it, a thread started by the worker does not).
+IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("bench_latency_in_call", default=False)
+
+
+@dataclass(frozen=True)
+class WorkerMode:
+    name: str
+    config: dict[str, Any]
+
+
+RECOMMENDED = {"profile": "recommended"}
+WORKER_MODES = (
+    WorkerMode("worker: recommended (inline)", RECOMMENDED),
+    WorkerMode("worker: recommended + compact_ahead_at 0.7", {**RECOMMENDED, "compact_ahead_at": 0.7}),
+)
+
+
+def supported(config: dict[str, Any]) -> bool:
+    """Does the worker accept ``config`` (every key known, every value valid)?"""
+    try:
+        parse_config_value(config)
+    except ConfigError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class FixedLimits:
+    """A router stand-in: every model has the same window and output cap."""
+
+    context_window: int
+    max_output_tokens: int
+
+    async def get_model_budget(self, provider: str | None, model_id: str) -> ModelBudget | None:
+        return ModelBudget(RouterModel(model_id, self.context_window, self.max_output_tokens, provider or ""),
+                           self.max_output_tokens)
+
+
+class MeteredSummarizer:
+    """The kit's deterministic summariser, awaited on the caller's event loop, counting each call
+    as in the call (:data:`IN_CALL`) or off the turn."""
+
+    def __init__(self) -> None:
+        self.recorder = RecordingSummarizer()
+        self.in_call = 0
+        self.off_turn = 0
+
+    async def __call__(self, system_prompt: str, user_prompt: str, model: dict[str, Any]) -> str:
+        if IN_CALL.get():
+            self.in_call += 1
+        else:
+            self.off_turn += 1
+        return self.recorder(system_prompt, user_prompt, model)
+
+
+@dataclass
+class Replay:
+    """What one mode did over one session: per call, the recorded index, the summariser calls made
+    in it and the context sent (``None``: an overflow), and the bill."""
+
+    session: Session
+    indexes: list[int] = field(default_factory=list)
+    in_call: list[int] = field(default_factory=list)
+    sent: list[Sent | None] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)  # count() of the context sent, 0 for an overflow
+    ledger: Ledger = field(default_factory=Ledger)
+    off_turn: int = 0
+
+
+class _MeteredLoop(HarnessLoop):
+    """The kit's turn loop, noting for each step the recorded index, the summariser calls made
+    while it ran and the last answer's context."""
+
+    def __init__(self, trigger: Any, session: Session, summarizer: MeteredSummarizer, replay: Replay,
+                 hook: GuidanceHook | None) -> None:
+        super().__init__(trigger, session, session.name, hook=hook, session_line=False, observe=self._answer)
+        self.summarizer = summarizer
+        self.replay = replay
+        self._last: dict[str, Any] | None = None
+
+    def _answer(self, answer: dict[str, Any]) -> None:
+        self._last = answer
+
+    def step(self, step: int, run: SessionRun) -> Step:
+        index = next(int(e.entry_id[1:]) for e in reversed(self.log) if e.message is not None) + 1
+        before, self._last = self.summarizer.in_call, None
+        record = super().step(step, run)
+        self.replay.indexes.append(index)
+        self.replay.in_call.append(self.summarizer.in_call - before)
+        answer = self._last if record.failure is None else None
+        if answer is None:
+            self.replay.sent.append(None)
+            self.replay.tokens.append(0)
+            return record
+        # The request the loop sends: the answer, the hook's messages, orphaned calls patched.
+        messages = list(answer["messages"]) + (self.hook.appended(step) if self.hook is not None else [])
+        patch_orphaned_calls(messages)
+        self.replay.sent.append((answer["system_prompt"], messages))
+        self.replay.tokens.append(count(answer["system_prompt"], messages))
+        return record
+
+
+def _quiet() -> logging.Logger:
+    log = logging.getLogger("bench.latency.worker")
+    log.setLevel(logging.CRITICAL)
+    return log
+
+
+def replay_worker(session: Session, config: dict[str, Any], window: int, max_output: int,
+                  hook: GuidanceHook | None = None) -> Replay:
+    """One session through the harness turn loop with ``config``, the model at ``window`` /
+    ``max_output``, and the kit's pre-generate ``hook`` when one is given (its re-assemblies are
+    calls of the same turn: their summariser calls add to the turn's wait)."""
+    summarizer = MeteredSummarizer()
+    ctx = HandlerContext(
+        config=parse_config_value(config),
+        resolver=FixedLimits(window, max_output),
+        summarizer=CallableSummarizer(summarizer),
+        lease_store=None,  # one harness per session: nothing to coordinate
+        tokenizers=PACKAGED_TOKENIZERS,
+        log=_quiet(),
+        memo=MessageMemo(),
+        session_store=MemorySessionStore(),
+        sent_ledger=SentLedger(),
+    )
+    in_process = InProcess(ctx)
+
+    def trigger(function_id: str, payload: dict[str, Any]) -> Any:
+        mark = IN_CALL.set(True)
+        try:
+            return in_process(function_id, payload)
+        finally:
+            IN_CALL.reset(mark)
+
+    replay = Replay(session)
+    _MeteredLoop(trigger, session, summarizer, replay, hook).run()
+    ledger, previous = replay.ledger, None
+    for sent, answer_tokens in zip(replay.sent, replay.tokens):
+        ledger.calls += 1
+        if sent is None:
+            ledger.overflows += 1
+            continue
+        ledger.send(previous, sent, answer_tokens)
+        previous = sent
+    recorder = summarizer.recorder
+    ledger.summarizer_calls += len(recorder.calls)
+    ledger.summarizer_input += recorder.input_tokens
+    ledger.summarizer_output += recorder.output_tokens
+    replay.off_turn = summarizer.off_turn
+    return replay
+
