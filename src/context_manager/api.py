@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import orjson
 
 from context_manager.adapters.callable_summarizer import AsyncSummarizer, SyncSummarizer
+from context_manager.adapters.job_runners import LoopJobRunner, ThreadJobRunner
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.stores import build_policies
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
@@ -28,6 +29,11 @@ log = logging.getLogger("context_manager")
 # Every library call of this process shares one bounded store of remembered compactions, one
 # ledger of what it sent (``count_calibration: usage``) and, for the command line, one memo.
 LIBRARY_SESSIONS = MemorySessionStore()
+# The summaries computed ahead of time (``compact_ahead_at``) outlive the call that starts them:
+# they run on one background thread of the process, started with the first of them.
+LIBRARY_AHEAD = ThreadJobRunner()
+# acall()'s run on the caller's own event loop instead, where an ``async`` summariser's resources live.
+LIBRARY_LOOP_AHEAD = LoopJobRunner()
 # ... and one memory store of published policies (``context::policy::*``).
 LIBRARY_POLICIES = build_policies(DEFAULT_CONFIG, None)  # type: ignore[arg-type]  # memory: no engine
 
@@ -65,6 +71,8 @@ def build_context(config: WorkerConfig, summarizer: Summarizer | None) -> Handle
         # `lease_store: state` falls back to these files and `session_store: state` to the
         # process's memory: the same config works in a library call and in the worker.
         ctx.lease_store = FsLeaseStore(resolve_lease_dir(config.lease_dir), create=False)
+        if config.compact_ahead_at is not None:
+            ctx.ahead_runner = LIBRARY_AHEAD
     return ctx
 
 
@@ -205,4 +213,6 @@ async def acall(
     """:func:`call` for async code: the same answers and errors, run on the caller's event loop
     (asyncio, or anyio on asyncio). ``summarizer`` may be a plain or an ``async`` function."""
     ctx = _library_context(function_id, payload, config, summarizer)
+    if ctx.ahead_runner is not None:
+        ctx.ahead_runner = LIBRARY_LOOP_AHEAD
     return await _answer(function_id, payload, ctx)

@@ -292,6 +292,9 @@ class RememberedCompaction:
     head_len: int
     head_digest: str
     anchor_len: int
+    # ``applied.retained_items`` of the summary (``summary_check: append``), kept by the
+    # summaries computed ahead of time (``core.compaction.ahead``); ``None`` otherwise.
+    retained_items: int | None = None
 
 
 class SessionStore(Protocol):
@@ -305,6 +308,23 @@ class SessionStore(Protocol):
         ...
 
     async def put(self, key: str, record: RememberedCompaction) -> None: ...
+
+
+# --- background jobs (``compact_ahead_at``) ------------------------------------------------
+
+class JobRunner(Protocol):
+    """Runs jobs off the calls that start them (``core.compaction.ahead``).
+
+    A job belongs to the process that started it: it ends with it, and whatever it had not
+    finished is lost. Implementations bound how many run at once and how long each may take.
+    """
+
+    def start(self, key: str, job: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """Start ``job`` unless one under ``key`` is still running here, a job under ``key``
+        settled it (answered ``True``) and the runner still remembers that, or the runner is at
+        its limit; never waits for it. ``True`` when it was started. A job still running after
+        ``timeout_s`` seconds is cancelled (and settles nothing)."""
+        ...
 
 
 # --- published policies --------------------------------------------------------------------

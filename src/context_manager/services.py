@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from context_manager.adapters.fs_lease_store import LeaseDirError
+from context_manager.adapters.job_runners import LoopJobRunner
 from context_manager.adapters.model_cache import CachingModelResolver
 from context_manager.adapters.router_counter import RouterTokenCounter
 from context_manager.adapters.router_models import RouterModelResolver
@@ -66,6 +67,9 @@ class Services:
         # inputs it reduced (``count_calibration: usage``).
         self.memo = MessageMemo()
         self.sent_ledger = SentLedger()
+        # The summaries computed ahead of time (``compact_ahead_at``): tasks of this process's
+        # event loop, bounded, cancelled by :meth:`aclose` when the process stops serving.
+        self.ahead_runner = LoopJobRunner()
 
     def adopt(self, config: WorkerConfig) -> None:
         """Serve with ``config`` from now on; a store it changes is opened first, so when that
@@ -113,8 +117,13 @@ class Services:
             token_counter=self.token_counter,
             memo=self.memo,
             sent_ledger=self.sent_ledger,
+            ahead_runner=self.ahead_runner,
             policies=self.policies,
         )
+
+    async def aclose(self) -> None:
+        """Stop serving: the unfinished summaries computed ahead of time are dropped."""
+        await self.ahead_runner.aclose()
 
     def served(self, function_id: str) -> Served:
         """The engine-facing callable of ``function_id``: each call gets a fresh snapshot and is

@@ -212,6 +212,7 @@ async def serve(url: str, config_path: str | None, processes: int = 1) -> int:
             worker = Worker(client, ConfigurationSource(client, config_id()), telemetry, pool)
             status = await _serve(client, worker, config_path)
     with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        await worker.services.aclose()
         await client.close()
     telemetry.shutdown()
     return status

@@ -323,3 +323,15 @@ def test_a_one_shot_call_without_an_engine_uses_the_file_and_memory_stores(tmp_p
     ctx = build_context(config, lambda system, prompt, model: "summary")
     assert isinstance(ctx.lease_store, FsLeaseStore) and ctx.lease_store.directory == tmp_path / "leases"
     assert ctx.session_store is LIBRARY_SESSIONS
+
+
+def test_a_summary_computed_ahead_keeps_its_retained_items_and_a_remembered_one_writes_none():
+    from context_manager.adapters.state_session_store import record_from_value, record_value
+
+    plain = RememberedCompaction("s", 3, "d", 0)
+    assert record_value(plain, 10) == {"summary": "s", "head_len": 3, "head_digest": "d", "anchor_len": 0,
+                                       "expires_at": 10}
+    ahead = RememberedCompaction("s", 3, "d", 0, retained_items=4)
+    assert record_value(ahead, 10)["retained_items"] == 4
+    assert record_from_value(record_value(ahead, 10), 5) == ahead
+    assert record_from_value({**record_value(ahead, 10), "retained_items": -1}, 5) is None

@@ -40,7 +40,7 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "anchor_messages": 0, "summary_check": "off", "summarizer_fallback": "none",
                       "working_set": False, "report_prefix": False, "reduce_to": 1.0, "summary_reuse": False,
                       "summary_placement": "system_prompt", "eager_compaction_at": None,
-                      "retention": None,
+                      "compact_ahead_at": None, "retention": None,
                       "count_calibration": "off", "lease_store": "file", "session_store": "memory",
                       "session_ttl_secs": 3600, "profile": "faithful",
                       "max_history_tokens": None,
@@ -256,6 +256,7 @@ def _without_description(prop: dict) -> dict:
     ("summary_reuse", {"default": False, "type": "boolean"}),
     ("summary_placement", {"default": "system_prompt", "enum": ["system_prompt", "message"], "type": "string"}),
     ("eager_compaction_at", {"default": None, "exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]}),
+    ("compact_ahead_at", {"default": None, "exclusiveMinimum": 0, "maximum": 1, "type": ["number", "null"]}),
     ("count_calibration", {"default": "off", "enum": ["off", "usage"], "type": "string"}),
     ("lease_store", {"default": "file", "enum": ["file", "state"], "type": "string"}),
     ("session_store", {"default": "memory", "enum": ["memory", "state"], "type": "string"}),
@@ -276,6 +277,7 @@ def test_schema_accepts_what_the_parser_accepts_and_rejects_the_rest():
                 {"reduce_to": 1.5}, {"reduce_to": -0.5}, {"reduce_to": True}, {"reduce_to": "0.5"},
                 {"report_prefix": 1}, {"summary_reuse": "yes"}, {"working_set": 1}, {"working_set": "true"}, {"summary_placement": "user"},
                 {"eager_compaction_at": 0.0}, {"eager_compaction_at": 2}, {"eager_compaction_at": "0.8"},
+                {"compact_ahead_at": 0}, {"compact_ahead_at": 1.5}, {"compact_ahead_at": "0.9"}, {"compact_ahead_at": True},
                 {"count_calibration": "on"}, {"lease_store": "engine"}, {"session_store": "file"},
                 {"session_ttl_secs": 0}, {"session_ttl_secs": -1}, {"session_ttl_secs": 1.5},
                 {"session_ttl_secs": "60"}):
@@ -313,6 +315,13 @@ def test_reduce_to_rejects_what_is_not_a_fraction(value, detail):
     with pytest.raises(ConfigError) as caught:
         parse_config_value({"reduce_to": value})
     assert str(caught.value) == f"json parse: {detail}"
+
+
+def test_compact_ahead_at_is_null_or_a_fraction():
+    assert DEFAULT_CONFIG.compact_ahead_at is None
+    assert parse_config_value({"compact_ahead_at": None}).compact_ahead_at is None
+    assert parse_config_value({"compact_ahead_at": 0.75}).compact_ahead_at == 0.75
+    assert parse_config_value({"compact_ahead_at": 1}).compact_ahead_at == 1.0
 
 
 def test_eager_compaction_at_is_null_or_a_fraction():

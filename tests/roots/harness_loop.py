@@ -60,6 +60,8 @@ CONFIGURATIONS = {c.name: c for c in (
     Configuration("retention", {"retention": RETENTION}),
     Configuration("drop_oldest", {"overflow_fallback": "drop_oldest"}, summariser=False),
     Configuration("extractive", {"summarizer_fallback": "extractive"}, summariser=False),
+    Configuration("compact_ahead", {"compact_ahead_at": 0.7, "summarizer_fallback": "extractive",
+                                    "lease_store": "state", "session_store": "state"}),
     Configuration("every_key", {
         "count_calibration": "usage", "summary_reuse": True, "session_store": "state",
         "lease_store": "state", "anchor_messages": 1, "summary_check": "append",

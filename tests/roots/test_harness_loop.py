@@ -289,7 +289,7 @@ def test_the_anchor_keeps_the_task_of_single_task_sessions_in_every_call(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["summary_reuse", "session_store_state", "lease_store_state", "reduce_to",
-                                  "retention", "drop_oldest", "extractive", "every_key"])
+                                  "retention", "drop_oldest", "extractive", "compact_ahead", "every_key"])
 def test_opt_in_keys_over_compacting_real_sessions(stack: Stack, real: list[Session], name: str) -> None:
     sessions = [s for s in real if s.name in KEY_SESSIONS]
     _conforms(stack, name, sessions, KEY_TURNS, check_task=name == "every_key")

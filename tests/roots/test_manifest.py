@@ -25,6 +25,7 @@ EXPECTED = """{
   "default_config": {
     "allow_fallback_limits": true,
     "anchor_messages": 0,
+    "compact_ahead_at": null,
     "compaction_instructions": null,
     "count_calibration": "off",
     "decay_user_turns": 0,

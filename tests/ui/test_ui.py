@@ -40,7 +40,8 @@ EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "report_prefix", "reduce_to", "summary_reuse", "summary_placement",
                   "eager_compaction_at", "retention", "count_calibration", "lease_store",
                   "session_store", "session_ttl_secs", "profile", "max_history_tokens",
-                  "plan_functions", "policy_write_token", "summarizer_model", "compaction_instructions"]
+                  "plan_functions", "policy_write_token", "summarizer_model", "compaction_instructions",
+                  "compact_ahead_at"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -201,7 +202,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Overflow and counting", ["overflow_fallback", "estimator", "count_calibration", "user_less_compaction"]),
         ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback", "working_set",
                             "plan_functions"]),
-        ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "summary_reuse",
+        ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "compact_ahead_at", "summary_reuse",
                                    "summary_placement"]),
         ("Retention policy", ["retention"]),
         ("Other settings", ["policy_write_token", "summarizer_model", "compaction_instructions"]),
@@ -225,6 +226,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         "anchor_messages": ("0", 0, 1, ""),
         "reduce_to": ("1", 0, 0.05, ""),
         "eager_compaction_at": ("off", 0, 0.05, ""),
+        "compact_ahead_at": ("off", 0, 0.05, ""),
     }
     assert controls["reserved_tokens_cap"]["meta"] == "Default: 20,000"
     assert controls["summarizer_timeout_ms"]["meta"] == "Default: 320,000"

@@ -76,8 +76,8 @@ SWITCHES = {
     "session_store": ("state", "memory"),
 }
 # Fractions of the usable budget in (0, 1]; an empty field drops the key (eager_compaction_at: null).
-FRACTION_KEYS = ["reduce_to", "eager_compaction_at"]
-FRACTION_PLACEHOLDERS = {"reduce_to": "1", "eager_compaction_at": "off"}
+FRACTION_KEYS = ["reduce_to", "eager_compaction_at", "compact_ahead_at"]
+FRACTION_PLACEHOLDERS = {"reduce_to": "1", "eager_compaction_at": "off", "compact_ahead_at": "off"}
 # Free-text fields: a path, and a list of names written comma-separated.
 TEXT_KEYS = ["lease_dir", "plan_functions", "policy_write_token"]
 # A policy touching every part: rules tried in order, a default, errors, prose, reasoning, media.
@@ -489,6 +489,7 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
         type_into(browser, key, str(number))
     type_into(browser, "reduce_to", "0.5")
     type_into(browser, "eager_compaction_at", "0.8")
+    type_into(browser, "compact_ahead_at", "0.6")
     for key in SWITCHES:
         click(browser, key)
     type_into(browser, "lease_dir", "leases")
@@ -504,8 +505,8 @@ def test_every_field_edited_in_turn_builds_one_valid_value(browser: Browser) -> 
     assert config == WorkerConfig(
         **{key: number for number, key in enumerate(NUMBER_KEYS, start=1)},
         **{key: (off if getattr(DEFAULT_CONFIG, key) == on else on) for key, (on, off) in SWITCHES.items()},
-        reduce_to=0.5, eager_compaction_at=0.8, lease_dir="leases", retention=parse_retention(POLICY),
-        plan_functions=("TodoWrite", "my_plan"), policy_write_token="s3cret", profile="recommended",
+        reduce_to=0.5, eager_compaction_at=0.8, compact_ahead_at=0.6, lease_dir="leases",
+        retention=parse_retention(POLICY), plan_functions=("TodoWrite", "my_plan"), policy_write_token="s3cret", profile="recommended",
         summarizer_model=ModelChoice("cheap-model"), compaction_instructions="Keep every file path.")
     assert proposal["retention"] == POLICY
     assert proposal["plan_functions"] == ["TodoWrite", "my_plan"]

@@ -2,7 +2,8 @@
 and host on one engine.
 
 Each record is a JSON object under scope ``context_session`` and the session key:
-``{summary, head_len, head_digest, anchor_len, expires_at}``, ``expires_at`` in ms since the
+``{summary, head_len, head_digest, anchor_len, expires_at}`` (a summary computed ahead of time,
+kept under its own key, adds ``retained_items`` when it has them), ``expires_at`` in ms since the
 epoch (written as now + ``session_ttl_secs``). A record at or past its expiry, or one that does
 not parse, is a miss and is deleted (``peek`` reads it as a miss and leaves it). The store may
 forget anything at any time, so a failing state store only costs summariser calls: every
@@ -38,12 +39,18 @@ def record_from_value(value: Any, now_ms: int) -> RememberedCompaction | None:
         return None
     if not (_count(head_len) and _count(anchor_len)):
         return None
-    return RememberedCompaction(summary, head_len, digest, anchor_len)
+    retained = value.get("retained_items")
+    if retained is not None and not _count(retained):
+        return None
+    return RememberedCompaction(summary, head_len, digest, anchor_len, retained)
 
 
 def record_value(record: RememberedCompaction, expires_at: int) -> dict[str, Any]:
-    return {"summary": record.summary, "head_len": record.head_len, "head_digest": record.head_digest,
-            "anchor_len": record.anchor_len, "expires_at": expires_at}
+    value = {"summary": record.summary, "head_len": record.head_len, "head_digest": record.head_digest,
+             "anchor_len": record.anchor_len, "expires_at": expires_at}
+    if record.retained_items is not None:  # only a summary computed ahead of time carries it
+        value["retained_items"] = record.retained_items
+    return value
 
 
 class StateSessionStore:

@@ -31,6 +31,11 @@ remembered compaction into that round trip (``core.compaction.recall``). With
 ``options.preview_only`` it runs the call as with ``allow_compaction: false`` over deps that keep
 no state (``core.preview``): the answer of that request, and nothing left behind.
 
+With ``compact_ahead_at`` (``core.compaction.ahead``) step 7 never calls the summariser: it uses
+the session's summary computed ahead of time, else the no-wait path; and once the answer is
+final (step 10), a context past that share of the budget that did not compact starts the next
+such summary off the call (``deps.ahead_runner``, which a preview withholds).
+
 Calibrated counts
 -----------------
 With ``count_calibration: usage`` (an anchor in the request's ``usage``) or ``estimator: router``

@@ -9,6 +9,7 @@ Withheld:
 
 * the summariser and the lease store: nothing is summarised and no lease is taken (compaction is
   off as well; without the ports it cannot happen);
+* the job runner (``compact_ahead_at``): a preview never starts a summary ahead of time;
 * writes to the session store (``summary_reuse``'s remembered compactions, in this process or in
   the engine's state store): records are read with ``peek`` (no recency refreshed, no expired
   record deleted) and nothing is put;
@@ -32,12 +33,12 @@ from typing import Any
 
 from context_manager.core.counting.calibration import Ledger, SentLedger
 from context_manager.core.settings import WorkerConfig
-from context_manager.ports import RememberedCompaction, SessionStore, TokenCounter, TokenizerSource
+from context_manager.ports import JobRunner, RememberedCompaction, SessionStore, TokenCounter, TokenizerSource
 
 # The members of AssembleDeps a preview uses as they are.
 KEPT = ("config", "resolver", "clock", "log", "tokenizers", "token_counter")
 # The members that keep state: absent or read-only in a preview.
-WITHHELD = ("summarizer", "lease_store", "session_store", "sent_ledger")
+WITHHELD = ("summarizer", "lease_store", "session_store", "sent_ledger", "ahead_runner")
 
 
 class ReadOnlySessions:
@@ -94,6 +95,7 @@ class ReadOnlyDeps:
     sent_ledger: Ledger | None
     summarizer: Any = None
     lease_store: Any = None
+    ahead_runner: JobRunner | None = None
 
 
 def read_only(deps: Any) -> ReadOnlyDeps:

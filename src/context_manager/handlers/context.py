@@ -13,6 +13,7 @@ from context_manager.core.reuse import CallReuse, decoding_policy
 from context_manager.core.settings import DEFAULT_CONFIG, WorkerConfig
 from context_manager.ports import (
     Clock,
+    JobRunner,
     LeaseStore,
     ModelResolver,
     SessionStore,
@@ -50,6 +51,8 @@ class HandlerContext:
     sent_ledger: SentLedger | None = None
     # The provider's own counter (``estimator: router``); None counts locally.
     token_counter: TokenCounter | None = None
+    # Runs the summaries computed ahead of time (``compact_ahead_at``); None starts none.
+    ahead_runner: JobRunner | None = None
     # Published policies (``context::policy::*``, ``options.namespace``); None: none can be
     # published and every call is served with ``config``.
     policies: PolicyRoom | None = None

@@ -110,6 +110,7 @@ class Server:
                 elif kind == pipe.FLUSH_MODELS:
                     self.services.model_cache.flush()
             self.link.fail_all()
+        await self.services.aclose()
         with anyio.move_on_after(INVOKE_GRACE_SECONDS):
             await self._writer.drained()  # the last answers reach the parent before the exit
         self.services.telemetry.shutdown()

@@ -211,6 +211,12 @@ const KEYS = {
     fallback: null,
     help: 'Compact once the context exceeds this fraction of the usable budget, even though it still fits, when compacting then (with a smaller tail) removes at least twice the remaining headroom more than a full-window compaction would; null compacts only when over budget.',
   },
+  compact_ahead_at: {
+    key: 'compact_ahead_at',
+    kind: 'fraction',
+    fallback: null,
+    help: 'Summarise ahead of time: once a call\'s context exceeds this fraction of the usable budget without compacting, summarise the head a compaction would summarise in the background (one job per session, under its compaction lease) and keep the summary in the session store; a later call that must compact uses it without waiting, and a call that must compact before it is ready never waits for the summariser. null summarises only inside the call that compacts.',
+  },
   retention: {
     key: 'retention',
     kind: 'policy',
@@ -551,6 +557,7 @@ function policyText(policy) {
 const CACHE_FRACTIONS = [
   keyField('reduce_to', 'Reduce to this share of the budget'),
   keyField('eager_compaction_at', 'Compact early at this share of the budget', { fallbackText: 'off' }),
+  keyField('compact_ahead_at', 'Summarise ahead at this share of the budget', { fallbackText: 'off' }),
 ]
 
 const CACHE_SWITCHES = [

@@ -10,10 +10,12 @@ from typing import Any
 
 from context_manager.core.assembly.context import WorkingContext
 from context_manager.core.assembly.passes import Pass
+from context_manager.core.assembly.passes.compaction import compaction_request
 from context_manager.core.assembly.passes.fit import fitting, run_passes
 from context_manager.core.assembly.prepare import Call, router_calibration
 from context_manager.core.assembly.report import AssembleReport
 from context_manager.core.assembly.request import AssembleRequest
+from context_manager.core.compaction import ahead
 from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.counting.calibrated_budget import CalibratedCount, OverBudget
 from context_manager.core.counting.estimate import by_role
@@ -54,6 +56,12 @@ async def finish(call: Call, state: WorkingContext, report: AssembleReport,
             return Rerun(error)
         # Over the calibrated budget but within the uncalibrated one: answered uncalibrated.
         budget = initial = budget.uncalibrated()
+    # The answer is final: maybe start the session's summary ahead of time, off this call
+    # (``core.compaction.ahead.after_call``, never awaited); inert while the key is null. The
+    # share is of the budget the passes aimed for (under ``max_history_tokens``, the ceiling's).
+    if (ahead.due(call.config, state.total(), call.budget.limit, report.compacted())
+            and not request.options.preview_only):
+        ahead.after_call(compaction_request(state, call), call.deps, call.reuse.memo)
     if call.digests is not None:
         remember_sent(state, call, initial_total - state.overhead_tokens)
     if budget.calibration is not None:

@@ -97,6 +97,10 @@ class AssembleReport:
         if report is not None:
             self.passes.append(report)
 
+    def compacted(self) -> bool:
+        """Did a pass compact (``applied.compacted``)?"""
+        return any(type(report) is CompactionReport for report in self.passes)
+
     def to_wire(self) -> dict[str, Any]:
         amount = _same if self.count.calibration is None else self.count.amount
         pruned, pruned_tokens, capped_parts, capped_tokens = False, 0, 0, 0

@@ -11,6 +11,7 @@ from context_manager.core.counting.calibration import Ledger
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import (
     Clock,
+    JobRunner,
     LeaseStore,
     ModelResolver,
     SessionStore,
@@ -65,6 +66,9 @@ class AssembleDeps(Protocol):
     session_store: SessionStore | None
     # The provider's own counter (``estimator: router``); None counts locally.
     token_counter: TokenCounter | None
+    # Runs the summaries computed ahead of time (``compact_ahead_at``, ``core.compaction.ahead``);
+    # None starts none (a preview withholds it).
+    ahead_runner: JobRunner | None
 
     @property
     def sent_ledger(self) -> Ledger | None:

@@ -161,6 +161,11 @@ def _head_len(request: CompactionRequest, budget: int) -> int:
                         step_tokens(request.usable, request.config.reduce_to))
 
 
+def full_window_head(request: CompactionRequest) -> int:
+    """The head a compaction of the context over budget would summarise (0: none)."""
+    return _head_len(request, preserve_recent(request.usable, None))
+
+
 def _early_head(request: CompactionRequest, headroom: int) -> int | None:
     """The head an early compaction would summarise; ``None`` when there is none or it does not pay."""
     head_len = _head_len(request, _tail_budget(request))

@@ -6,6 +6,11 @@ tail and only when that pays, ``core.compaction.inline``), unless ``allow_compac
 summariser failure without the fallback) comes back; both types document the contract. Without
 an outcome the call falls through to emergency reduction. With one, the report holds the
 summary, ``tail_start_index = view_to_orig[tail_start_view]`` and ``tokens_before``.
+
+With ``compact_ahead_at`` set, ``compaction_step`` never calls the summariser: it hands the same
+request to ``core.compaction.ahead.compact_without_waiting`` (a summary computed ahead of time,
+else the no-wait path), and ``finish`` starts the next one from the request
+:func:`compaction_request` builds of the context as returned.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from context_manager.core.assembly.context import WorkingContext
 from context_manager.core.assembly.prepare import Call
 from context_manager.core.assembly.report import CompactionReport
 from context_manager.core.assembly.request import AssembleDeps
+from context_manager.core.compaction import ahead
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.counting.history_ceiling import summarizer_window_budget
 from context_manager.core.settings import WorkerConfig
@@ -23,6 +29,10 @@ from context_manager.core.settings import WorkerConfig
 
 async def compaction_step(request: CompactionRequest, deps: AssembleDeps) -> InlineCompaction | None:
     """Inline compaction; ``None`` means "not compacted this call" (also without a summariser)."""
+    if request.config.compact_ahead_at is not None:
+        # A summary computed ahead of time, else the no-wait path: the summariser is never
+        # called on the call's own path (``core.compaction.ahead.compact_without_waiting``).
+        return await ahead.compact_without_waiting(request, deps, deps.session_store)
     return await try_compact(request, deps)
 
 
