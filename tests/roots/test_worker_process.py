@@ -21,6 +21,8 @@ from testengine import CallFailed, FakeRouter, TestEngine, WorkerProcess, eventu
 pytestmark = pytest.mark.slow  # each test starts the worker as a process
 
 SEVEN = [d["id"] for d in function_definitions()]
+# The parent process registers the policy functions after the configuration binding.
+POLICY = [d["id"] for d in policy_function_definitions()]
 PUBLIC = {"context::assemble", "context::compact", "context::prune", "context::count-tokens"}
 
 
@@ -70,8 +72,7 @@ def processes(request: pytest.FixtureRequest) -> int:
 def worker(engine: TestEngine, start_worker: Callable[..., WorkerProcess], processes: int) -> WorkerProcess:
     process = start_worker(*(() if processes == 1 else ("--processes", str(processes))))
     try:
-        engine.wait_for_functions(set(SEVEN), timeout=20)
-        # The configuration binding is the very last frame of the boot.
+        engine.wait_for_functions({*SEVEN, *POLICY}, timeout=20)
         eventually(lambda: engine.bindings_of("configuration"))
     except (TimeoutError, AssertionError):
         raise AssertionError(process.stderr) from None
