@@ -489,6 +489,9 @@ _WRONG_BY_KIND: dict[str, tuple[Any, ...]] = {
     "boolean": ("yes", "true", 1, 0, None, [], {}),
     "string": (5, None, True, ["a"], {}),
     "string or null": (5, True, ["a"], {}, 1.5),
+    "names": ("TodoWrite", 5, None, True, {}, [""], ["a", "a"], [5], [None]),
+    "model or null": (5, "gpt-4o", True, [], {}, {"id": ""}, {"id": 5}, {"id": "m", "provider": 5},
+                      {"id": "m", "extra": 1}),
     "positive count or null": (0, -1, 1.5, 1.0, "1", True, 2**64, [], {}),
     "choice": ("other", "", 5, None, True, ["a"], {"x": None}),
     "fraction": (0, 0.0, -0.5, 1.5, 2, "0.5", True, None, []),
@@ -511,9 +514,11 @@ CONFIG_KEYS: dict[str, str] = {
     "user_less_compaction": "boolean", "anchor_messages": "count", "summary_check": "choice",
     "summarizer_fallback": "choice", "working_set": "boolean", "report_prefix": "boolean", "reduce_to": "fraction",
     "summary_reuse": "boolean", "summary_placement": "choice", "eager_compaction_at": "fraction or null",
-    "retention": "retention", "count_calibration": "choice", "lease_store": "choice",
+    "compact_ahead_at": "fraction or null", "retention": "retention", "count_calibration": "choice", "lease_store": "choice",
     "session_store": "choice", "session_ttl_secs": "positive count", "profile": "choice",
-    "max_history_tokens": "positive count or null", "policy_write_token": "string or null",
+    "max_history_tokens": "positive count or null", "plan_functions": "names",
+    "policy_write_token": "string or null", "summarizer_model": "model or null",
+    "compaction_instructions": "string or null"
 }
 
 
