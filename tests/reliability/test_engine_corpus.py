@@ -63,8 +63,8 @@ def one_pass(engine: Any) -> tuple[int, int, list[str]]:
                        + case.function_id + '","data":' + raw.decode("utf-8", "replace") + "}")
             unsendable += 1
             continue
-        # A 50 MB frame to an internal function takes about 20 s through the engine alone (the
-        # error echoes the string back); with the other xdist worker busy it can pass 60 s.
+        # A 50 MB frame to an internal function takes 10-20 s through the test engine alone;
+        # with the other xdist worker busy it can pass 60 s.
         reply = invoke_raw(engine, case.function_id, text, timeout=HUGE_TIMEOUT if len(text) > 10**7 else 60)
         sent += 1
         found = problem(case, outcome_of(reply))
