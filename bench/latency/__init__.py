@@ -35,8 +35,11 @@ Modes:
   (the caller is waiting for the answer) is a call **in the call**; any other (a job the worker
   runs off the call, on another thread or after answering) is **off the turn** and waits for
   nothing. Configurations: ``profile: recommended`` (every compaction inline), and the same with
-  ``compact_ahead_at: 0.7`` when the worker accepts that key (the configuration is parsed first;
-  when it is refused the row says ``n/a (key not supported)``).
+  ``compact_ahead_at: 0.7``, its jobs run by the suite's runner on the simulated clock
+  (``bench.latency.jobs``: a job runs once the call that started it is answered, off the turn,
+  and its summary is readable from that answer's time + L × the job's summariser calls; this
+  mode is replayed once per L). A configuration the worker refuses is a row that says
+  ``n/a (key not supported)``.
 * **peers** (``bench.latency.peers``): the league's simulations of the policies agent teams ship
   (``bench.kit.peers``: parameters and sources in each docstring), replayed as ``bench.league``
   replays them, with the same last line of defence (``context::assemble``, ``drop_oldest``, no

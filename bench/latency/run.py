@@ -23,7 +23,7 @@ from bench.latency.clock import (
     timeline,
 )
 from bench.latency.peers import LATENCY_PEERS, replay_peer
-from bench.latency.worker import WORKER_MODES, Replay, WorkerMode, replay_worker, supported
+from bench.latency.worker import WORKER_MODES, Replay, WorkerMode, replay_worker, supported, takes_jobs
 
 NOT_SUPPORTED = "n/a (key not supported)"
 COLUMNS = ("mode", "calls", "waited", "total wait", "p99 wait", "max wait", "waiting share", "overflows",
@@ -100,12 +100,20 @@ def measure(sessions: list[Session], window: int, max_output: int, latencies: li
             rows.extend(mine)
             continue
         for session in sessions:
-            if isinstance(mode, WorkerMode):
-                replay = replay_worker(session, mode.config, window, max_output, hook)
+            replays: dict[float, Replay] = {}
+            if isinstance(mode, WorkerMode) and takes_jobs(mode.config):
+                # Off-turn jobs finish L per summariser call later: the replay depends on L.
+                for latency in latencies:
+                    replays[latency] = replay_worker(session, mode.config, window, max_output, hook,
+                                                     latency, steps[session.name])
             else:
-                replay = replay_peer(session, mode, budget)
-            score_recall(replay, pressure[session.name])
+                single = (replay_worker(session, mode.config, window, max_output, hook)
+                          if isinstance(mode, WorkerMode) else replay_peer(session, mode, budget))
+                replays = {latency: single for latency in latencies}
+            for replay in {id(r): r for r in replays.values()}.values():
+                score_recall(replay, pressure[session.name])
             for row in mine:
+                replay = replays[row.latency]
                 row.ledger.add(replay.ledger)
                 line = timeline(replay.indexes, replay.in_call, steps[session.name], row.latency)
                 row.by_session[session.name] = line

@@ -12,6 +12,7 @@ from bench.kit.ledger import Ledger, Sent, count
 from bench.kit.loop import GuidanceHook, HarnessLoop, InProcess, SessionRun, Step, patch_orphaned_calls
 from bench.kit.sessions import Session
 from bench.kit.summariser import RecordingSummarizer
+from bench.latency.jobs import DelayedSessions, SimulatedClock, SimulatedJobs
 from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
@@ -96,10 +97,11 @@ class _MeteredLoop(HarnessLoop):
     while it ran and the last answer's context."""
 
     def __init__(self, trigger: Any, session: Session, summarizer: MeteredSummarizer, replay: Replay,
-                 hook: GuidanceHook | None) -> None:
+                 hook: GuidanceHook | None, jobs: Ahead | None = None) -> None:
         super().__init__(trigger, session, session.name, hook=hook, session_line=False, observe=self._answer)
         self.summarizer = summarizer
         self.replay = replay
+        self.jobs = jobs
         self._last: dict[str, Any] | None = None
 
     def _answer(self, answer: dict[str, Any]) -> None:
@@ -108,9 +110,16 @@ class _MeteredLoop(HarnessLoop):
     def step(self, step: int, run: SessionRun) -> Step:
         index = next(int(e.entry_id[1:]) for e in reversed(self.log) if e.message is not None) + 1
         before, self._last = self.summarizer.in_call, None
+        if self.jobs is not None:
+            self.jobs.clock.now = self.jobs.now
         record = super().step(step, run)
         self.replay.indexes.append(index)
         self.replay.in_call.append(self.summarizer.in_call - before)
+        if self.jobs is not None:
+            # The call is answered after its own summariser calls; jobs it started run from then.
+            answered = self.jobs.now + self.jobs.runner.latency * (self.summarizer.in_call - before)
+            self.jobs.runner.run_queued(answered)
+            self.jobs.now = answered + self.jobs.steps.get(index, 0.0)
         answer = self._last if record.failure is None else None
         if answer is None:
             self.replay.sent.append(None)
@@ -130,11 +139,29 @@ def _quiet() -> logging.Logger:
     return log
 
 
+@dataclass
+class Ahead:
+    """The simulated clock of one replay and the job runner on it (``bench.latency.jobs``)."""
+
+    clock: SimulatedClock
+    runner: SimulatedJobs
+    steps: dict[int, float]
+    now: float = 0.0
+
+
+def takes_jobs(config: dict[str, Any]) -> bool:
+    """Does ``config`` make the worker start jobs off the call (its replay then depends on L)?"""
+    return config.get("compact_ahead_at") is not None
+
+
 def replay_worker(session: Session, config: dict[str, Any], window: int, max_output: int,
-                  hook: GuidanceHook | None = None) -> Replay:
+                  hook: GuidanceHook | None = None, latency: float = 0.0,
+                  steps: dict[int, float] | None = None) -> Replay:
     """One session through the harness turn loop with ``config``, the model at ``window`` /
     ``max_output``, and the kit's pre-generate ``hook`` when one is given (its re-assemblies are
-    calls of the same turn: their summariser calls add to the turn's wait)."""
+    calls of the same turn: their summariser calls add to the turn's wait). With a key that
+    starts jobs (:func:`takes_jobs`), they run on the simulated clock of ``latency`` and the
+    session's ``steps`` (``bench.latency.jobs``)."""
     summarizer = MeteredSummarizer()
     ctx = HandlerContext(
         config=parse_config_value(config),
@@ -147,6 +174,13 @@ def replay_worker(session: Session, config: dict[str, Any], window: int, max_out
         session_store=MemorySessionStore(),
         sent_ledger=SentLedger(),
     )
+    ahead: Ahead | None = None
+    if takes_jobs(config):
+        clock = SimulatedClock()
+        sessions = DelayedSessions(MemorySessionStore(), clock)
+        runner = SimulatedJobs(sessions, latency, lambda: summarizer.off_turn)
+        ahead = Ahead(clock, runner, steps or {})
+        ctx.session_store, ctx.ahead_runner = sessions, runner
     in_process = InProcess(ctx)
 
     def trigger(function_id: str, payload: dict[str, Any]) -> Any:
@@ -157,7 +191,7 @@ def replay_worker(session: Session, config: dict[str, Any], window: int, max_out
             IN_CALL.reset(mark)
 
     replay = Replay(session)
-    _MeteredLoop(trigger, session, summarizer, replay, hook).run()
+    _MeteredLoop(trigger, session, summarizer, replay, hook, ahead).run()
     ledger, previous = replay.ledger, None
     for sent, answer_tokens in zip(replay.sent, replay.tokens):
         ledger.calls += 1

@@ -14,8 +14,11 @@ from bench.kit.peers import PEERS_BY_NAME, Peer
 from bench.kit.sessions import Session
 from bench.latency.__main__ import main
 from bench.latency.clock import recorded_times, step_seconds, timeline
+from bench.latency.jobs import DelayedSessions, SimulatedClock, SimulatedJobs
 from bench.latency.run import NOT_SUPPORTED, Row, cells, measure
 from bench.latency.worker import IN_CALL, RECOMMENDED, WORKER_MODES, MeteredSummarizer, WorkerMode, supported
+from context_manager.adapters.memory_session_store import MemorySessionStore
+from context_manager.ports import RememberedCompaction
 
 TS = 1_764_460_800_000
 
@@ -127,3 +130,37 @@ def test_the_command_prints_a_table_per_latency(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert "| multi-cache-invalidation | recorded   |   " in out and "| (none waited) |" in out
     assert main(["--modes", "nobody"]) == 2
+
+
+def test_a_job_runs_after_its_call_and_its_summary_is_ready_l_per_summariser_call_later() -> None:
+    clock = SimulatedClock()
+    sessions = DelayedSessions(MemorySessionStore(), clock)
+    made = [0]
+    runner = SimulatedJobs(sessions, 30.0, lambda: made[0])
+    record = RememberedCompaction(summary="s", head_len=4, head_digest="d", anchor_len=0)
+
+    async def job() -> bool:
+        made[0] += 2  # two summariser calls, one after the other
+        await sessions.put("ahead:x", record)
+        return True
+
+    assert runner.start("k", job, 60.0) and not runner.start("k", job, 60.0)
+    runner.run_queued(answered_at=100.0)
+    assert not runner.start("k", job, 60.0)  # settled: never started again
+    clock.now = 159.9
+    assert anyio.run(sessions.get, "ahead:x") is None
+    clock.now = 160.0
+    assert anyio.run(sessions.get, "ahead:x") == record
+
+
+def test_compaction_ahead_waits_for_nothing_and_its_summaries_arrive_on_the_clock(small: Session) -> None:
+    rows = {r.latency: r for r in measure([small], 16_000, 2_000, [5.0, 120.0], modes=[WORKER_MODES[1]])}
+
+    def facts(row: Row) -> tuple[Any, ...]:
+        return (len(row.clock.calls), row.clock.waited, row.clock.total_wait, row.ledger.overflows,
+                row.ledger.recall_found, row.ledger.recall_total, round(row.ledger.billed_automatic, 1),
+                row.ledger.rewrites, row.in_call, row.off_turn)
+
+    assert facts(rows[5.0]) == (52, 0, 0.0, 0, 14, 45, 136033.6, 8, 0, 7)
+    # At 120 s a summary is ready later, so one compaction fewer finds one.
+    assert facts(rows[120.0]) == (52, 0, 0.0, 0, 10, 45, 123372.6, 8, 0, 6)
