@@ -35,7 +35,7 @@ Modes:
   (the caller is waiting for the answer) is a call **in the call**; any other (a job the worker
   runs off the call, on another thread or after answering) is **off the turn** and waits for
   nothing. Configurations: ``profile: recommended`` (every compaction inline), and the same with
-  ``compact_ahead_at: 0.7``, its jobs run by the suite's runner on the simulated clock
+  ``compact_ahead_at: 0.8``, its jobs run by the suite's runner on the simulated clock
   (``bench.latency.jobs``: a job runs once the call that started it is answered, off the turn,
   and its summary is readable from that answer's time + L × the job's summariser calls; this
   mode is replayed once per L). A configuration the worker refuses is a row that says

@@ -4,7 +4,7 @@
 
 Replays the sessions of ``--realdata`` (the generated ones of ``bench/kit/sessions`` without it)
 once per mode and prints one Markdown table per summariser latency L: the worker with ``profile:
-recommended`` (inline compaction), the same with ``compact_ahead_at: 0.7`` when the worker accepts
+recommended`` (inline compaction), the same with ``compact_ahead_at: 0.8`` when the worker accepts
 the key (else the row says ``n/a (key not supported)``), and the league's peers. Definitions
 (clock, step times, wait, p99, recall, cost model): ``bench/latency/__init__.py``.
 """

@@ -36,7 +36,7 @@ class WorkerMode:
 RECOMMENDED = {"profile": "recommended"}
 WORKER_MODES = (
     WorkerMode("worker: recommended (inline)", RECOMMENDED),
-    WorkerMode("worker: recommended + compact_ahead_at 0.7", {**RECOMMENDED, "compact_ahead_at": 0.7}),
+    WorkerMode("worker: recommended + compact_ahead_at 0.8", {**RECOMMENDED, "compact_ahead_at": 0.8}),
 )
 
 
