@@ -39,10 +39,11 @@ def A(text: str) -> dict[str, Any]:
             "stop_reason": "end", "model": "test-model", "provider": "test"}
 
 
-def AC(call_id: str, function_id: str) -> dict[str, Any]:
+def AC(call_id: str, function_id: str, arguments: Any = None) -> dict[str, Any]:
+    """An assistant turn calling ``function_id`` with ``arguments`` (default ``{"arg": "value"}``)."""
     return {"role": "assistant",
             "content": [{"type": "function_call", "id": call_id, "function_id": function_id,
-                         "arguments": {"arg": "value"}}],
+                         "arguments": {"arg": "value"} if arguments is None else arguments}],
             "stop_reason": "function_call", "model": "test-model", "provider": "test"}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compaction_support import FR, A, U, decoded, history
+from compaction_support import AC, FR, A, U, decoded, history
 
 from context_manager import call
 from context_manager.core.compaction.plan import (
@@ -22,13 +22,6 @@ from context_manager.core.compaction.working_set import NOTE_INTRO, dropped_note
 from context_manager.core.counting.estimate import HEURISTIC
 
 MODEL = {"id": "m", "limits": {"context_window": 12000, "max_output_tokens": 1000}}
-
-
-def AC(call_id: str, function_id: str, arguments: Any) -> dict[str, Any]:
-    return {"role": "assistant",
-            "content": [{"type": "function_call", "id": call_id, "function_id": function_id,
-                         "arguments": arguments}],
-            "stop_reason": "function_call", "model": "test-model", "provider": "test"}
 
 
 def todos(*items: tuple[str, str]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from compaction_support import FR, A, U, decoded, history
+from compaction_support import AC, FR, A, U, decoded, history
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,13 +23,6 @@ from context_manager.core.compaction.working_set import (
 from context_manager.core.counting.estimate import HEURISTIC
 
 MODEL = {"id": "m", "limits": {"context_window": 12000, "max_output_tokens": 1000}}
-
-
-def AC(call_id: str, function_id: str, arguments: Any) -> dict[str, Any]:
-    return {"role": "assistant",
-            "content": [{"type": "function_call", "id": call_id, "function_id": function_id,
-                         "arguments": arguments}],
-            "stop_reason": "function_call", "model": "test-model", "provider": "test"}
 
 
 def HEAD() -> list[dict[str, Any]]:
