@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.kit.ledger import Ledger, Message, Sent, cached_prefix_tokens, count
-from bench.kit.loop import quiet_logger, worker_context
+from bench.kit.loop import model_input, quiet_logger, worker_context
 from bench.kit.peers import Budget, Peer
 from bench.kit.sessions import Session
 from context_manager.handlers import assemble as assemble_handler
@@ -31,20 +31,12 @@ class PeerCall:
     summaries: int
 
 
-def model_input(budget: Budget, model_id: str) -> dict[str, Any]:
-    return {"id": model_id, "limits": {"context_window": budget.window,
-                                       "max_output_tokens": budget.max_output}}
-
-
 async def assemble_or_overflow(ctx: HandlerContext, system: str | None, messages: list[Message],
-                               model: dict[str, Any], previous_summary: str | None = None
-                               ) -> dict[str, Any] | None:
+                               model: dict[str, Any]) -> dict[str, Any] | None:
     """``context::assemble``'s answer, or ``None`` when it answers ``context/overflow``."""
     payload: dict[str, Any] = {"messages": messages, "model": model}
     if system is not None:
         payload["system_prompt"] = system
-    if previous_summary is not None:
-        payload["options"] = {"previous_summary": previous_summary}
     try:
         return await assemble_handler.handle(payload, ctx)
     except HandlerError as exc:
@@ -75,7 +67,7 @@ async def drive_peer(session: Session, peer: Peer, budget: Budget, ledger: Ledge
                 sent = None
                 if defence is not None:
                     answer = await assemble_or_overflow(defence, session.system_prompt, step.messages,
-                                                        model_input(budget, model_id))
+                                                        model_input(budget.window, model_id, budget.max_output))
                     if answer is not None:
                         sent, tokens = (answer["system_prompt"], answer["messages"]), answer["token_count"]
                         ledger.defended += 1

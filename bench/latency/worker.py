@@ -110,16 +110,15 @@ class _MeteredLoop(HarnessLoop):
     def step(self, step: int, run: SessionRun) -> Step:
         index = next(int(e.entry_id[1:]) for e in reversed(self.log) if e.message is not None) + 1
         before, self._last = self.summarizer.in_call, None
-        if self.jobs is not None:
-            self.jobs.clock.now = self.jobs.now
         record = super().step(step, run)
         self.replay.indexes.append(index)
         self.replay.in_call.append(self.summarizer.in_call - before)
         if self.jobs is not None:
             # The call is answered after its own summariser calls; jobs it started run from then.
-            answered = self.jobs.now + self.jobs.runner.latency * (self.summarizer.in_call - before)
+            clock = self.jobs.clock  # the time the call was made
+            answered = clock.now + self.jobs.runner.latency * (self.summarizer.in_call - before)
             self.jobs.runner.run_queued(answered)
-            self.jobs.now = answered + self.jobs.steps.get(index, 0.0)
+            clock.now = answered + self.jobs.steps.get(index, 0.0)
         answer = self._last if record.failure is None else None
         if answer is None:
             self.replay.sent.append(None)
@@ -146,7 +145,6 @@ class Ahead:
     clock: SimulatedClock
     runner: SimulatedJobs
     steps: dict[int, float]
-    now: float = 0.0
 
 
 def takes_jobs(config: dict[str, Any]) -> bool:
