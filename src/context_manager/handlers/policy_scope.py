@@ -17,11 +17,6 @@ from context_manager.handlers.context import HandlerContext
 
 Handler = Callable[[Any, HandlerContext], Awaitable[dict[str, Any]]]
 
-# Namespaces already checked (a request names few of them, again and again).
-_CHECKED: dict[str, str] = {}
-_CHECKED_LIMIT = 4096
-
-
 def requested_namespace(payload: Any) -> str | None:
     """``options.namespace`` of a request, checked; None when absent or null (and when the
     payload or its options are not objects: the handler reports those)."""
@@ -30,17 +25,7 @@ def requested_namespace(payload: Any) -> str | None:
     options = payload.get("options")
     if type(options) is not dict:
         return None
-    value = options.get("namespace")
-    if value is None:
-        return None
-    if type(value) is str and value in _CHECKED:
-        return value
-    namespace = check_namespace(value, "options.namespace")
-    if namespace is not None:
-        if len(_CHECKED) >= _CHECKED_LIMIT:
-            _CHECKED.clear()
-        _CHECKED[namespace] = namespace
-    return namespace
+    return check_namespace(options.get("namespace"), "options.namespace")
 
 
 def requested_model(payload: dict[str, Any]) -> str | None:
