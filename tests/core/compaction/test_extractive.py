@@ -73,6 +73,11 @@ def test_short_arguments():
     assert short_arguments({"command": "x" * 200}) == 'command="' + "x" * 91 + "…"
 
 
+def test_short_arguments_list_the_keys_sorted_whatever_order_they_arrived_in():
+    # The engine's history reader keeps the order the keys were sent in; the decoder sorts them.
+    assert short_arguments({"\\\\": None, "": None, "b": 2, "a": 1}) == '=null, \\\\=null, a=1, b=2'
+
+
 def test_an_update_keeps_the_goal_and_adds_the_rest():
     previous = EXPECTED + f"\n\n{RETAINED_HEADING}\n- an old request\n  on two lines"
     later = decoded(

@@ -74,9 +74,11 @@ def _cut(text: str, limit: int) -> str:
 def short_arguments(arguments: Any) -> str:
     """``key=value, ...`` of an object (values as compact JSON), else its JSON; cut to 100 chars."""
     if isinstance(arguments, dict):
+        # Sorted as a free-form object always is: the engine's history reader may hand over the
+        # keys in the order they were sent, the decoder in sorted order; the summary is the same.
         text = ", ".join(
-            f"{key}={dumps(canonical_free_form(value)).decode('utf-8')}"
-            for key, value in arguments.items()
+            f"{key}={dumps(canonical_free_form(arguments[key])).decode('utf-8')}"
+            for key in sorted(arguments)
         )
     elif arguments is None:
         text = ""
