@@ -1,15 +1,21 @@
 """The league drawn: billed input (automatic caching) against long-range recall, one panel per budget.
 
-One point per strategy, numbered, with the key under the panel: peers as orange squares, the
-worker's modes as blue circles; strategies that land on the same point share it. A hollow marker
-is a strategy that overflowed (its bill leaves out the calls it could not send, so it looks
-cheaper than it is). Of the observation-masking sweep only M = 10 and the best M are drawn. When
-no call of a budget is under pressure there is nothing to recall: the points are drawn at 100%
-and the panel says so. matplotlib is a benchmark-only dependency (the ``bench`` extra).
+Drawn (:func:`drawn`): every peer strategy (of the observation-masking sweep only M = 10 and the
+best M), the worker's default configuration as a reference and its two profiles (``worker:
+recommended`` with and without a summariser), plus, at a budget whose pressure set is the history
+budget's (``bench.league.recall.PRESSURE_CEILING``), the recommended profile with that history
+budget; the other worker modes (ablations) stay in the table. Peers are orange squares, the
+worker's rows blue circles (the default a diamond), each named next to its point; strategies on the
+same point share one label (one name a line). A hollow marker is a strategy that overflowed (its bill leaves out the
+calls it could not send, so it looks cheaper than it is). The cost–recall front (:func:`front`):
+of the drawn rows with 0 overflows, those no other such row beats on both the bill (lower) and
+recall (higher), joined by a step line. Each panel's title names its budget and its pressure set.
+matplotlib is a benchmark-only dependency (the ``bench`` extra).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import matplotlib
@@ -17,9 +23,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from bench.league.recall import PRESSURE_CEILING  # noqa: E402
 from bench.league.table import Row  # noqa: E402
 
 PEER, WORKER = "#d9730d", "#1f5fa8"
+DEFAULT = "worker: defaults"
+PROFILES = ("worker: recommended", "worker: recommended without summariser")
+HISTORY = ("worker: recommended+history 32000", "worker: recommended+history 32000 without summariser")
 
 
 def best_masking(rows: list[Row]) -> Row | None:
@@ -32,65 +42,145 @@ def best_masking(rows: list[Row]) -> Row | None:
 
 
 def drawn(rows: list[Row]) -> list[Row]:
+    """One budget's rows that are drawn, in table order."""
     best = best_masking(rows)
-    return [r for r in rows if not r.strategy.startswith("masking M=") or r.strategy == "masking M=10"
-            or r is best]
+    workers = {DEFAULT, *PROFILES}
+    if rows and rows[0].budget in PRESSURE_CEILING:
+        workers.update(HISTORY)
+
+    def shown(row: Row) -> bool:
+        if row.kind == "worker":
+            return row.strategy in workers
+        return not row.strategy.startswith("masking M=") or row.strategy == "masking M=10" or row is best
+
+    return [r for r in rows if shown(r)]
+
+
+def _recall(row: Row) -> float:
+    recall = row.ledger.recall
+    return 1.0 if recall is None else recall
+
+
+def front(rows: list[Row]) -> list[Row]:
+    """The cost–recall front of ``rows``: those with 0 overflows that no other row with 0 overflows
+    dominates (billed no higher and recall no lower, one of them strictly), cheapest first."""
+    sent = [r for r in rows if not r.ledger.overflows]
+
+    def dominated(row: Row) -> bool:
+        bill, recall = row.ledger.billed_automatic, _recall(row)
+        return any(o.ledger.billed_automatic <= bill and _recall(o) >= recall
+                   and (o.ledger.billed_automatic < bill or _recall(o) > recall) for o in sent)
+
+    return sorted((r for r in sent if not dominated(r)),
+                  key=lambda r: (r.ledger.billed_automatic, -_recall(r)))
 
 
 def _point(row: Row) -> tuple[float, float]:
-    recall = row.ledger.recall
-    return round(row.ledger.billed_automatic / 1e6, 3), 100.0 if recall is None else round(100 * recall, 1)
+    return round(row.ledger.billed_automatic / 1e6, 3), round(100 * _recall(row), 1)
+
+
+def _name(row: Row) -> str:
+    name = row.strategy + (" (the default)" if row.strategy == DEFAULT else "")
+    if row.ledger.overflows:
+        name += f" ({row.ledger.overflows} overflows)"
+    return name
+
+
+def pressure_title(budget: str, rows: list[Row]) -> str:
+    """The panel's title: the budget and the calls its recall is scored on."""
+    needs = Counter(r.ledger.recall_total for r in rows if r.ledger.recall is not None)
+    ceiling = PRESSURE_CEILING.get(budget)
+    where = (f"calls whose raw history exceeds the history budget ({ceiling:,} tokens)" if ceiling
+             else "calls whose raw history exceeds the default usable budget")
+    count = f", {needs.most_common(1)[0][0]:,} long-range needs" if needs else ", none"
+    return f"{budget} window\nrecall over the {where}{count}"
+
+
+# Offsets (points) tried in turn for a label, nearest first.
+_OFFSETS = [(dx * r, dy * r) for r in (7, 16, 28, 42, 58, 90, 130) for dx, dy in
+            ((1, 0.3), (-1, 0.3), (1, -1), (-1, -1), (0.2, 1), (0.2, -1.6), (1, 1), (-1, 1), (1, -0.5))]
+
+
+def _label(axis, figure, x: float, y: float, text: str, colour: str, placed: list) -> None:
+    renderer = figure.canvas.get_renderer()
+    best = None
+    if text.count("\n") > 1:  # a label of several names: below and right of its point, top-aligned
+        note = axis.annotate(text, (x, y), xytext=(60, -45), textcoords="offset points", fontsize=8,
+                             color=colour, ha="left", va="top",
+                             arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.6})
+        placed.append(note.get_window_extent(renderer))
+        return
+    for dx, dy in _OFFSETS:
+        note = axis.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=8,
+                             color=colour, ha="left" if dx >= 0 else "right", va="center",
+                             arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.6}
+                             if abs(dx) > 10 or abs(dy) > 10 else None)
+        box = note.get_window_extent(renderer).expanded(1.02, 1.15)
+        inside = axis.get_window_extent(renderer).contains(box.x0, box.y0) and \
+            axis.get_window_extent(renderer).contains(box.x1, box.y1)
+        clashes = sum(box.overlaps(other) for other in placed) + (0 if inside else 5)
+        if clashes == 0:
+            placed.append(box)
+            return
+        if best is None or clashes < best[0]:
+            best = (clashes, dx, dy)
+        note.remove()
+    assert best is not None
+    note = axis.annotate(text, (x, y), xytext=best[1:], textcoords="offset points", fontsize=8, color=colour,
+                         ha="left" if best[1] >= 0 else "right", va="center",
+                         arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.6})
+    placed.append(note.get_window_extent(renderer))
 
 
 def draw(rows: list[Row], path: Path) -> None:
     budgets = list(dict.fromkeys(r.budget for r in rows))
-    figure, axes = plt.subplots(2, len(budgets), figsize=(9 * len(budgets), 13), squeeze=False,
-                                gridspec_kw={"height_ratios": [3, 2]})
+    figure, axes = plt.subplots(1, len(budgets), figsize=(10 * len(budgets), 8.5), squeeze=False)
+    panels: list[tuple[plt.Axes, dict[tuple[float, float], list[Row]]]] = []
     for column, budget in enumerate(budgets):
-        axis, key = axes[0][column], axes[1][column]
+        axis = axes[0][column]
         mine = drawn([r for r in rows if r.budget == budget])
+        best = front(mine)
         points: dict[tuple[float, float], list[Row]] = {}
         for row in mine:
             points.setdefault(_point(row), []).append(row)
-        lines: list[tuple[str, str]] = []
-        for number, ((x, y), group) in enumerate(points.items(), start=1):
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        axis.set_xlim(0, max(xs) * 1.12)
+        axis.set_ylim(min(0.0, min(ys) - 5), 108)
+        if best:
+            fx, fy = zip(*(_point(r) for r in best))
+            axis.step(fx, fy, where="post", color="#2a9d4b", lw=2, alpha=0.7, zorder=2)
+        for (x, y), group in points.items():
             peer = group[0].kind == "peer"
             colour = PEER if peer else WORKER
             hollow = any(r.ledger.overflows for r in group)
-            axis.scatter([x], [y], marker="s" if peer else "o", s=70, linewidths=1.5,
+            marker = "s" if peer else "D" if group[0].strategy == DEFAULT else "o"
+            if any(r in best for r in group):
+                axis.scatter([x], [y], marker=marker, s=260, color="#2a9d4b", alpha=0.35, zorder=2)
+            axis.scatter([x], [y], marker=marker, s=60, linewidths=1.5,
                          facecolors="none" if hollow else colour, edgecolors=colour, zorder=3)
-            # Alternate sides so that numbers of neighbouring points do not print over each other.
-            offset = (6, 3) if number % 2 else (-16, -11)
-            axis.annotate(str(number), (x, y), xytext=offset, textcoords="offset points", fontsize=8,
-                          color=colour, weight="bold")
-            for row in group:
-                name = row.strategy.removeprefix("worker: ")
-                if row.kind == "worker":
-                    name = f"worker: {name}"
-                if row.ledger.overflows:
-                    name += f" ({row.ledger.overflows} overflows)"
-                lines.append((f"{number:>2}  {name}", PEER if row.kind == "peer" else WORKER))
-        untouched = all(r.ledger.recall is None for r in mine)
-        title = f"{budget} window"
-        if untouched:
-            title += ": no call over the budget, nothing to recall (drawn at 100%)"
-        axis.set_title(title)
+        axis.set_title(pressure_title(budget, mine), fontsize=11)
         axis.set_xlabel("billed input, automatic caching (M uncached-token equivalents)")
         axis.set_ylabel("long-range future-entity recall (%)")
-        axis.set_ylim(0, 105)
         axis.grid(True, alpha=0.3)
-        key.axis("off")
-        half = (len(lines) + 1) // 2
-        for index, (text, colour) in enumerate(lines):
-            left = index < half
-            key.text(0.0 if left else 0.5, 1 - 0.065 * (index if left else index - half), text,
-                     transform=key.transAxes, fontsize=8, color=colour, va="top", family="monospace")
+        panels.append((axis, points))
     handles = [plt.Line2D([], [], marker="s", linestyle="", color=PEER, label="peer strategy"),
-               plt.Line2D([], [], marker="o", linestyle="", color=WORKER, label="worker mode"),
+               plt.Line2D([], [], marker="o", linestyle="", color=WORKER, label="worker profile"),
+               plt.Line2D([], [], marker="D", linestyle="", color=WORKER, label="worker default configuration"),
                plt.Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="grey",
-                          label="overflowed (calls not sent are not billed)")]
-    figure.legend(handles=handles, loc="upper center", ncol=3, frameon=False)
-    figure.tight_layout(rect=(0, 0, 1, 0.97))
+                          label="overflowed (calls not sent are not billed; never on the front)"),
+               plt.Line2D([], [], color="#2a9d4b", lw=2, marker="o", markersize=12, alpha=0.5,
+                          label="cost–recall front: 0 overflows, no drawn row cheaper with more recall")]
+    figure.legend(handles=handles, loc="upper center", ncol=3, frameon=False, fontsize=9)
+    figure.tight_layout(rect=(0, 0, 1, 0.93))
+    figure.canvas.draw()
+    for axis, points in panels:  # after the layout: labels are placed in display coordinates
+        placed = []
+        for (x, y) in points:  # the markers themselves, so that labels avoid them
+            px, py = axis.transData.transform((x, y))
+            placed.append(matplotlib.transforms.Bbox([[px - 6, py - 6], [px + 6, py + 6]]))
+        for (x, y), group in sorted(points.items(), key=lambda item: -item[0][1]):
+            colour = PEER if group[0].kind == "peer" else WORKER
+            _label(axis, figure, x, y, "\n".join(_name(r) for r in group), colour, placed)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     plt.close(figure)

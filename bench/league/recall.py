@@ -4,9 +4,14 @@ The pressure calls (the calls whose raw history exceeds the worker's default ``u
 the entities, the long-range needs (entities the next 10 messages mention, seen before the last 20
 messages and not in the system prompt) and what counts as kept are ``bench.recall``'s definitions;
 they are the same for every strategy, peer or worker mode, so every row is scored on the same
-calls and the same needs. A call that could not be sent keeps nothing. A worker mode with a
-history ceiling (``max_history_tokens``) is scored on its own pressure set, the calls whose raw
-history exceeds that ceiling: the calls where the ceiling, not the window, decides.
+calls and the same needs. A call that could not be sent keeps nothing.
+
+At 128k no call of the real sessions has a raw history over the usable budget, so at that budget
+every row is scored on the pressure set the history budget defines (:data:`PRESSURE_CEILING`):
+the calls whose raw history exceeds 32000 tokens, ``min(usable, max_history_tokens)`` with
+``max_history_tokens: 32000`` (``bench.kit.recall.pressure_calls``). A worker mode with a history
+ceiling of its own (``max_history_tokens``) is scored on the pressure set of that ceiling: the
+calls where the ceiling, not the window, decides.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ if TYPE_CHECKING:
     from bench.kit.sessions import Session
 
 
+# The history budget that defines a budget's pressure set; a budget not named here: the usable budget.
+PRESSURE_CEILING: dict[str, int] = {"128k": 32_000}
+
 _PRESSURE: dict[tuple[str, int, str, int | None], frozenset[int]] = {}
 
 
@@ -34,11 +42,17 @@ def _pressure(session: Session, budget: Budget, ceiling: int | None = None) -> f
     return _PRESSURE[key]
 
 
+def pressure_ceiling(budget: str, own: int | None = None) -> int | None:
+    """The history budget whose pressure set a row at ``budget`` is scored on: the mode's own
+    ``max_history_tokens`` when it has one, else :data:`PRESSURE_CEILING`'s (None: the usable budget)."""
+    return own if own is not None else PRESSURE_CEILING.get(budget)
+
+
 class RecallProbe:
     """Scores every pressure call of one session at one budget into a Ledger."""
 
     def __init__(self, session: Session, budget: Budget, ceiling: int | None = None) -> None:
-        self.pressure = _pressure(session, budget, ceiling)
+        self.pressure = _pressure(session, budget, pressure_ceiling(budget.name, ceiling))
         self.index = SessionIndex(session.system_prompt, session.messages) if self.pressure else None
 
     def score(self, ledger: Ledger, index: int, sent: Sent | None) -> None:

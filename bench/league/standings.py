@@ -20,7 +20,8 @@ input / input (summariser requests included); billed = uncached-token equivalent
 (cached 0.1, rest 1) and Anthropic's (cached read 0.1, rest written 1.25), summariser replies at 1;
 summariser input = its requests' tokens; long-range recall = share of the entities the next 10
 messages use, seen before the last 20, found in the context sent, over the calls whose raw history
-exceeds the default usable budget. Counts are bytes / 4. Definitions: bench/league/__init__.py."""
+exceeds the default usable budget (at 128k: the 32000-token history budget, bench.league.recall;
+"of N" = the needs scored). Counts are bytes / 4. Definitions: bench/league/__init__.py."""
 
 
 def strategies(quick: bool) -> list[Peer | Mode]:

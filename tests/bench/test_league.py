@@ -112,3 +112,50 @@ def test_the_summarisers_share_of_the_bill():
     assert row.as_json()["summariser_share"] == 0.1456
     assert WORKER_MODES_BY_NAME["worker: recommended+history 32000"].config == {
         "profile": "recommended", "max_history_tokens": 32000}
+
+
+def _row(budget: str, strategy: str, kind: str, billed: float, found: int, overflows: int = 0) -> Any:
+    from bench.kit.ledger import Ledger
+    from bench.league.table import Row
+
+    # billed_automatic of a ledger with nothing cached is its input: sent tokens
+    return Row(budget, strategy, kind, False, Ledger(calls=10, sent=int(billed), overflows=overflows,
+                                                       recall_found=found, recall_total=100))
+
+
+def test_the_plot_draws_the_peers_the_default_and_the_two_profiles() -> None:
+    from bench.league.plot import drawn
+
+    names = ["raw history", "masking M=1", "masking M=10", "masking M=40", "Claude Code", "worker: defaults",
+             "worker: check", "worker: recommended", "worker: recommended without summariser",
+             "worker: recommended less check", "worker: recommended+history 32000",
+             "worker: recommended+history 32000 without summariser"]
+    for budget, history in (("32k", []), ("128k", names[-2:])):
+        rows = [_row(budget, n, "worker" if n.startswith("worker") else "peer", 1000, 50,
+                     overflows=1 if n in ("masking M=1", "masking M=10") else 0) for n in names]
+        assert [r.strategy for r in drawn(rows)] == [
+            "raw history", "masking M=10", "masking M=40", "Claude Code", "worker: defaults",
+            "worker: recommended", "worker: recommended without summariser", *history]
+
+
+def test_the_front_is_the_rows_with_0_overflows_no_other_beats_on_bill_and_recall() -> None:
+    from bench.league.plot import front
+
+    rows = [_row("32k", "a", "peer", 500, 10, overflows=3),  # cheapest, but overflowed
+            _row("32k", "b", "peer", 800, 50), _row("32k", "c", "peer", 900, 40),  # c: b dominates
+            _row("32k", "d", "worker", 900, 95), _row("32k", "e", "worker", 950, 97),
+            _row("32k", "f", "peer", 2000, 80), _row("32k", "g", "peer", 950, 97)]  # g ties e
+    assert [r.strategy for r in front(rows)] == ["b", "d", "e", "g"]
+
+
+def test_the_128k_rows_are_scored_on_the_history_budgets_pressure_set() -> None:
+    from bench.league.plot import pressure_title
+    from bench.league.recall import PRESSURE_CEILING, pressure_ceiling
+
+    assert PRESSURE_CEILING == {"128k": 32_000}
+    assert (pressure_ceiling("128k"), pressure_ceiling("32k"), pressure_ceiling("32k", 32_000),
+            pressure_ceiling("128k", 16_000)) == (32_000, None, 32_000, 16_000)
+    rows = [_row("128k", "raw history", "peer", 1000, 50)]
+    assert pressure_title("128k", rows) == ("128k window\nrecall over the calls whose raw history exceeds the "
+                                            "history budget (32,000 tokens), 100 long-range needs")
+    assert pressure_title("32k", rows).endswith("exceeds the default usable budget, 100 long-range needs")
