@@ -1,6 +1,6 @@
 """``python -m bench.latency [--realdata DIR] [--summarizer-latency 5,30,120] [--window 32000]
 [--max-output 4000] [--step-time 10] [--sessions A,B] [--modes ...] [--guidance-hook] [--per-session] [--json FILE]
-[--progress]``.
+[--progress] [--trace FILE]``.
 
 Replays the sessions of ``--realdata`` (the generated ones of ``bench/kit/sessions`` without it)
 once per mode and prints one Markdown table per summariser latency L: the worker with ``profile:
@@ -43,6 +43,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--per-session", action="store_true",
                         help="also print, per session and L, the step time source, the agent time and every mode that waited")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--trace", type=Path,
+                        help="also write, per worker mode, L and session, every call's trace (how it "
+                             "compacted, the jobs it started, whether it rewrote the prefix) as JSON")
     parser.add_argument("--progress", action="store_true", help="time each mode on stderr")
     return parser.parse_args(argv)
 
@@ -78,6 +81,8 @@ def main(argv: list[str]) -> int:
     print(f"\n{len(sessions)} session(s), {time.monotonic() - started:.0f} s.")
     if args.json is not None:
         args.json.write_text(json.dumps([r.as_json() for r in rows], indent=1) + "\n")
+    if args.trace is not None:
+        args.trace.write_text(json.dumps([t for r in rows for t in r.trace_json()]) + "\n")
     return 0
 
 

@@ -23,7 +23,15 @@ from bench.latency.clock import (
     timeline,
 )
 from bench.latency.peers import LATENCY_PEERS, replay_peer
-from bench.latency.worker import WORKER_MODES, Replay, WorkerMode, replay_worker, supported, takes_jobs
+from bench.latency.worker import (
+    WORKER_MODES,
+    CallTrace,
+    Replay,
+    WorkerMode,
+    replay_worker,
+    supported,
+    takes_jobs,
+)
 
 NOT_SUPPORTED = "n/a (key not supported)"
 COLUMNS = ("mode", "calls", "waited", "total wait", "p99 wait", "max wait", "waiting share", "overflows",
@@ -41,6 +49,12 @@ class Row:
     in_call: int = 0
     off_turn: int = 0
     by_session: dict[str, Timeline] = field(default_factory=dict)
+    traces: dict[str, list[CallTrace]] = field(default_factory=dict)  # the worker's, per session
+
+    def trace_json(self) -> list[dict[str, Any]]:
+        """Per session, every call's :class:`~bench.latency.worker.CallTrace` (``--trace``)."""
+        return [{"mode": self.mode, "latency_s": self.latency, "session": name,
+                 "calls": [c.as_json() for c in calls]} for name, calls in self.traces.items()]
 
     def as_json(self) -> dict[str, Any]:
         if not self.supported:
@@ -117,6 +131,8 @@ def measure(sessions: list[Session], window: int, max_output: int, latencies: li
                 row.ledger.add(replay.ledger)
                 line = timeline(replay.indexes, replay.in_call, steps[session.name], row.latency)
                 row.by_session[session.name] = line
+                if isinstance(mode, WorkerMode):
+                    row.traces[session.name] = replay.trace
                 row.clock.add(line)
                 row.in_call += sum(replay.in_call)
                 row.off_turn += replay.off_turn

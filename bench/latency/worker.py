@@ -78,6 +78,41 @@ class MeteredSummarizer:
         return self.recorder(system_prompt, user_prompt, model)
 
 
+@dataclass(frozen=True)
+class CallTrace:
+    """One call of a replay as ``--trace`` prints it: what the worker did and what it cost.
+
+    ``compaction``: ``"ready"`` (a summary made ahead of time, answered as an LLM compaction
+    without a summariser call in the call), ``"extractive"`` (the no-wait path's extractive
+    summary), ``"inline"`` (the summariser called in the call) or ``""``; ``jobs``: jobs the call
+    started; ``job_calls``: the summariser calls those jobs made; ``rewrite``: the sent context
+    does not extend the previous sent one; ``tokens``: its size, ``cached``: the part it repeats;
+    ``before``: the worker's ``applied.initial_token_count`` (the context it was given)."""
+
+    index: int
+    before: int
+    tokens: int
+    cached: int
+    rewrite: bool
+    compaction: str
+    jobs: int
+    job_calls: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"index": self.index, "before": self.before, "tokens": self.tokens, "cached": self.cached,
+                "rewrite": self.rewrite, "compaction": self.compaction, "jobs": self.jobs,
+                "job_calls": self.job_calls}
+
+
+def compaction_kind(applied: dict[str, Any] | None, in_call: int) -> str:
+    """How an answer compacted (:class:`CallTrace`), from its ``applied`` report."""
+    if applied is None or not applied.get("compacted"):
+        return ""
+    if applied.get("summary_kind") == "extractive":
+        return "extractive"
+    return "inline" if in_call else "ready"
+
+
 @dataclass
 class Replay:
     """What one mode did over one session: per call, the recorded index, the summariser calls made
@@ -90,6 +125,11 @@ class Replay:
     tokens: list[int] = field(default_factory=list)  # count() of the context sent, 0 for an overflow
     ledger: Ledger = field(default_factory=Ledger)
     off_turn: int = 0
+    # Per call: how it compacted, the jobs it started and their summariser calls (CallTrace).
+    compactions: list[str] = field(default_factory=list)
+    before: list[int] = field(default_factory=list)
+    jobs: list[tuple[int, int]] = field(default_factory=list)
+    trace: list[CallTrace] = field(default_factory=list)
 
 
 class _MeteredLoop(HarnessLoop):
@@ -110,16 +150,25 @@ class _MeteredLoop(HarnessLoop):
     def step(self, step: int, run: SessionRun) -> Step:
         index = next(int(e.entry_id[1:]) for e in reversed(self.log) if e.message is not None) + 1
         before, self._last = self.summarizer.in_call, None
+        started = self.jobs.runner.started if self.jobs is not None else 0
         record = super().step(step, run)
+        made = self.summarizer.in_call - before
         self.replay.indexes.append(index)
-        self.replay.in_call.append(self.summarizer.in_call - before)
+        self.replay.in_call.append(made)
+        job_calls = 0
         if self.jobs is not None:
             # The call is answered after its own summariser calls; jobs it started run from then.
             clock = self.jobs.clock  # the time the call was made
-            answered = clock.now + self.jobs.runner.latency * (self.summarizer.in_call - before)
+            answered = clock.now + self.jobs.runner.latency * made
+            off_turn = self.summarizer.off_turn
             self.jobs.runner.run_queued(answered)
+            job_calls = self.summarizer.off_turn - off_turn
             clock.now = answered + self.jobs.steps.get(index, 0.0)
+        self.replay.jobs.append(((self.jobs.runner.started - started) if self.jobs is not None else 0, job_calls))
         answer = self._last if record.failure is None else None
+        applied = answer.get("applied") if answer else None
+        self.replay.compactions.append(compaction_kind(applied, made))
+        self.replay.before.append(int(applied.get("initial_token_count", 0)) if applied else 0)
         if answer is None:
             self.replay.sent.append(None)
             self.replay.tokens.append(0)
@@ -191,12 +240,17 @@ def replay_worker(session: Session, config: dict[str, Any], window: int, max_out
     replay = Replay(session)
     _MeteredLoop(trigger, session, summarizer, replay, hook, ahead).run()
     ledger, previous = replay.ledger, None
-    for sent, answer_tokens in zip(replay.sent, replay.tokens):
+    for at, before, sent, answer_tokens, kind, (jobs, job_calls) in zip(
+            replay.indexes, replay.before, replay.sent, replay.tokens, replay.compactions, replay.jobs):
         ledger.calls += 1
         if sent is None:
             ledger.overflows += 1
+            replay.trace.append(CallTrace(at, before, 0, 0, False, kind, jobs, job_calls))
             continue
+        rewrites, cached = ledger.rewrites, ledger.cached
         ledger.send(previous, sent, answer_tokens)
+        replay.trace.append(CallTrace(at, before, answer_tokens, ledger.cached - cached, ledger.rewrites > rewrites,
+                                      kind, jobs, job_calls))
         previous = sent
     recorder = summarizer.recorder
     ledger.summarizer_calls += len(recorder.calls)
