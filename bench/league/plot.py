@@ -101,23 +101,26 @@ _OFFSETS = [(dx * r, dy * r) for r in (7, 16, 28, 42, 58, 90, 130) for dx, dy in
             ((1, 0.3), (-1, 0.3), (1, -1), (-1, -1), (0.2, 1), (0.2, -1.6), (1, 1), (-1, 1), (1, -0.5))]
 
 
+def _annotate(axis, text: str, x: float, y: float, offset: tuple[float, float], colour: str, *,
+              va: str = "center", leader: bool = True):
+    """One label at ``offset`` points from its point, on the side the offset points to."""
+    return axis.annotate(text, (x, y), xytext=offset, textcoords="offset points", fontsize=8, color=colour,
+                         ha="left" if offset[0] >= 0 else "right", va=va,
+                         arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.6}
+                         if leader else None)
+
+
 def _label(axis, figure, x: float, y: float, text: str, colour: str, placed: list) -> None:
     renderer = figure.canvas.get_renderer()
-    best = None
     if text.count("\n") > 1:  # a label of several names: below and right of its point, top-aligned
-        note = axis.annotate(text, (x, y), xytext=(60, -45), textcoords="offset points", fontsize=8,
-                             color=colour, ha="left", va="top",
-                             arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.6})
-        placed.append(note.get_window_extent(renderer))
+        placed.append(_annotate(axis, text, x, y, (60, -45), colour, va="top").get_window_extent(renderer))
         return
+    panel = axis.get_window_extent(renderer)
+    best = None
     for dx, dy in _OFFSETS:
-        note = axis.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=8,
-                             color=colour, ha="left" if dx >= 0 else "right", va="center",
-                             arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.6}
-                             if abs(dx) > 10 or abs(dy) > 10 else None)
+        note = _annotate(axis, text, x, y, (dx, dy), colour, leader=abs(dx) > 10 or abs(dy) > 10)
         box = note.get_window_extent(renderer).expanded(1.02, 1.15)
-        inside = axis.get_window_extent(renderer).contains(box.x0, box.y0) and \
-            axis.get_window_extent(renderer).contains(box.x1, box.y1)
+        inside = panel.contains(box.x0, box.y0) and panel.contains(box.x1, box.y1)
         clashes = sum(box.overlaps(other) for other in placed) + (0 if inside else 5)
         if clashes == 0:
             placed.append(box)
@@ -126,10 +129,7 @@ def _label(axis, figure, x: float, y: float, text: str, colour: str, placed: lis
             best = (clashes, dx, dy)
         note.remove()
     assert best is not None
-    note = axis.annotate(text, (x, y), xytext=best[1:], textcoords="offset points", fontsize=8, color=colour,
-                         ha="left" if best[1] >= 0 else "right", va="center",
-                         arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.6})
-    placed.append(note.get_window_extent(renderer))
+    placed.append(_annotate(axis, text, x, y, best[1:], colour).get_window_extent(renderer))
 
 
 def draw(rows: list[Row], path: Path) -> None:
