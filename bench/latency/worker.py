@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.kit.ledger import Ledger, Sent, count
@@ -125,10 +125,8 @@ class Replay:
     tokens: list[int] = field(default_factory=list)  # count() of the context sent, 0 for an overflow
     ledger: Ledger = field(default_factory=Ledger)
     off_turn: int = 0
-    # Per call: how it compacted, the jobs it started and their summariser calls (CallTrace).
-    compactions: list[str] = field(default_factory=list)
-    before: list[int] = field(default_factory=list)
-    jobs: list[tuple[int, int]] = field(default_factory=list)
+    # Per call (CallTrace): what the call did, as the step saw it; the sent context's share of the
+    # ledger (tokens, cached, rewrite) is filled in when the replay is priced.
     trace: list[CallTrace] = field(default_factory=list)
 
 
@@ -164,11 +162,12 @@ class _MeteredLoop(HarnessLoop):
             self.jobs.runner.run_queued(answered)
             job_calls = self.summarizer.off_turn - off_turn
             clock.now = answered + self.jobs.steps.get(index, 0.0)
-        self.replay.jobs.append(((self.jobs.runner.started - started) if self.jobs is not None else 0, job_calls))
+        jobs = (self.jobs.runner.started - started) if self.jobs is not None else 0
         answer = self._last if record.failure is None else None
         applied = answer.get("applied") if answer else None
-        self.replay.compactions.append(compaction_kind(applied, made))
-        self.replay.before.append(int(applied.get("initial_token_count", 0)) if applied else 0)
+        before = int(applied.get("initial_token_count", 0)) if applied else 0
+        self.replay.trace.append(CallTrace(index, before, 0, 0, False, compaction_kind(applied, made), jobs,
+                                           job_calls))
         if answer is None:
             self.replay.sent.append(None)
             self.replay.tokens.append(0)
@@ -240,17 +239,15 @@ def replay_worker(session: Session, config: dict[str, Any], window: int, max_out
     replay = Replay(session)
     _MeteredLoop(trigger, session, summarizer, replay, hook, ahead).run()
     ledger, previous = replay.ledger, None
-    for at, before, sent, answer_tokens, kind, (jobs, job_calls) in zip(
-            replay.indexes, replay.before, replay.sent, replay.tokens, replay.compactions, replay.jobs):
+    for call, (sent, answer_tokens) in enumerate(zip(replay.sent, replay.tokens)):
         ledger.calls += 1
         if sent is None:
             ledger.overflows += 1
-            replay.trace.append(CallTrace(at, before, 0, 0, False, kind, jobs, job_calls))
             continue
         rewrites, cached = ledger.rewrites, ledger.cached
         ledger.send(previous, sent, answer_tokens)
-        replay.trace.append(CallTrace(at, before, answer_tokens, ledger.cached - cached, ledger.rewrites > rewrites,
-                                      kind, jobs, job_calls))
+        replay.trace[call] = replace(replay.trace[call], tokens=answer_tokens, cached=ledger.cached - cached,
+                                     rewrite=ledger.rewrites > rewrites)
         previous = sent
     recorder = summarizer.recorder
     ledger.summarizer_calls += len(recorder.calls)
