@@ -15,7 +15,6 @@ matplotlib is a benchmark-only dependency (the ``bench`` extra).
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import matplotlib
@@ -23,78 +22,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from bench.league.recall import PRESSURE_CEILING  # noqa: E402
+from bench.league.selection import DEFAULT, drawn, front, name, point, pressure_title  # noqa: E402
 from bench.league.table import Row  # noqa: E402
 
 PEER, WORKER = "#d9730d", "#1f5fa8"
-DEFAULT = "worker: defaults"
-PROFILES = ("worker: recommended", "worker: recommended without summariser")
-HISTORY = ("worker: recommended+history 32000", "worker: recommended+history 32000 without summariser")
-
-
-def best_masking(rows: list[Row]) -> Row | None:
-    """Of one budget's masking rows: fewest overflows, then the highest recall, then the lowest bill."""
-    masking = [r for r in rows if r.strategy.startswith("masking M=")]
-    if not masking:
-        return None
-    return min(masking, key=lambda r: (r.ledger.overflows, -(r.ledger.recall or 0.0),
-                                       r.ledger.billed_automatic))
-
-
-def drawn(rows: list[Row]) -> list[Row]:
-    """One budget's rows that are drawn, in table order."""
-    best = best_masking(rows)
-    workers = {DEFAULT, *PROFILES}
-    if rows and rows[0].budget in PRESSURE_CEILING:
-        workers.update(HISTORY)
-
-    def shown(row: Row) -> bool:
-        if row.kind == "worker":
-            return row.strategy in workers
-        return not row.strategy.startswith("masking M=") or row.strategy == "masking M=10" or row is best
-
-    return [r for r in rows if shown(r)]
-
-
-def _recall(row: Row) -> float:
-    recall = row.ledger.recall
-    return 1.0 if recall is None else recall
-
-
-def front(rows: list[Row]) -> list[Row]:
-    """The cost–recall front of ``rows``: those with 0 overflows that no other row with 0 overflows
-    dominates (billed no higher and recall no lower, one of them strictly), cheapest first."""
-    sent = [r for r in rows if not r.ledger.overflows]
-
-    def dominated(row: Row) -> bool:
-        bill, recall = row.ledger.billed_automatic, _recall(row)
-        return any(o.ledger.billed_automatic <= bill and _recall(o) >= recall
-                   and (o.ledger.billed_automatic < bill or _recall(o) > recall) for o in sent)
-
-    return sorted((r for r in sent if not dominated(r)),
-                  key=lambda r: (r.ledger.billed_automatic, -_recall(r)))
-
-
-def _point(row: Row) -> tuple[float, float]:
-    return round(row.ledger.billed_automatic / 1e6, 3), round(100 * _recall(row), 1)
-
-
-def _name(row: Row) -> str:
-    name = row.strategy + (" (the default)" if row.strategy == DEFAULT else "")
-    if row.ledger.overflows:
-        name += f" ({row.ledger.overflows} overflows)"
-    return name
-
-
-def pressure_title(budget: str, rows: list[Row]) -> str:
-    """The panel's title: the budget and the calls its recall is scored on."""
-    needs = Counter(r.ledger.recall_total for r in rows if r.ledger.recall is not None)
-    ceiling = PRESSURE_CEILING.get(budget)
-    where = (f"calls whose raw history exceeds the history budget ({ceiling:,} tokens)" if ceiling
-             else "calls whose raw history exceeds the default usable budget")
-    count = f", {needs.most_common(1)[0][0]:,} long-range needs" if needs else ", none"
-    return f"{budget} window\nrecall over the {where}{count}"
-
 
 # Offsets (points) tried in turn for a label, nearest first.
 _OFFSETS = [(dx * r, dy * r) for r in (7, 16, 28, 42, 58, 90, 130) for dx, dy in
@@ -142,12 +73,12 @@ def draw(rows: list[Row], path: Path) -> None:
         best = front(mine)
         points: dict[tuple[float, float], list[Row]] = {}
         for row in mine:
-            points.setdefault(_point(row), []).append(row)
+            points.setdefault(point(row), []).append(row)
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         axis.set_xlim(0, max(xs) * 1.12)
         axis.set_ylim(min(0.0, min(ys) - 5), 108)
         if best:
-            fx, fy = zip(*(_point(r) for r in best))
+            fx, fy = zip(*(point(r) for r in best))
             axis.step(fx, fy, where="post", color="#2a9d4b", lw=2, alpha=0.7, zorder=2)
         for (x, y), group in points.items():
             peer = group[0].kind == "peer"
@@ -180,7 +111,7 @@ def draw(rows: list[Row], path: Path) -> None:
             placed.append(matplotlib.transforms.Bbox([[px - 6, py - 6], [px + 6, py + 6]]))
         for (x, y), group in sorted(points.items(), key=lambda item: -item[0][1]):
             colour = PEER if group[0].kind == "peer" else WORKER
-            _label(axis, figure, x, y, "\n".join(_name(r) for r in group), colour, placed)
+            _label(axis, figure, x, y, "\n".join(name(r) for r in group), colour, placed)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     plt.close(figure)

@@ -124,7 +124,7 @@ def _row(budget: str, strategy: str, kind: str, billed: float, found: int, overf
 
 
 def test_the_plot_draws_the_peers_the_default_and_the_two_profiles() -> None:
-    from bench.league.plot import drawn
+    from bench.league.selection import drawn
 
     names = ["raw history", "masking M=1", "masking M=10", "masking M=40", "Claude Code", "worker: defaults",
              "worker: check", "worker: recommended", "worker: recommended without summariser",
@@ -139,7 +139,7 @@ def test_the_plot_draws_the_peers_the_default_and_the_two_profiles() -> None:
 
 
 def test_the_front_is_the_rows_with_0_overflows_no_other_beats_on_bill_and_recall() -> None:
-    from bench.league.plot import front
+    from bench.league.selection import front
 
     rows = [_row("32k", "a", "peer", 500, 10, overflows=3),  # cheapest, but overflowed
             _row("32k", "b", "peer", 800, 50), _row("32k", "c", "peer", 900, 40),  # c: b dominates
@@ -149,8 +149,8 @@ def test_the_front_is_the_rows_with_0_overflows_no_other_beats_on_bill_and_recal
 
 
 def test_the_128k_rows_are_scored_on_the_history_budgets_pressure_set() -> None:
-    from bench.league.plot import pressure_title
     from bench.league.recall import PRESSURE_CEILING, pressure_ceiling
+    from bench.league.selection import pressure_title
 
     assert PRESSURE_CEILING == {"128k": 32_000}
     assert (pressure_ceiling("128k"), pressure_ceiling("32k"), pressure_ceiling("32k", 32_000),
