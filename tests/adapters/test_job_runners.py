@@ -137,7 +137,7 @@ def test_library_call_computes_the_summary_ahead_and_uses_it_later(tmp_path: Pat
                  summarizer=summarizer)
     applied = later["applied"]
     assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (
-        True, "SUMMARY FROM THE BACKGROUND", 11)
+        True, "SUMMARY FROM THE BACKGROUND", 13)
     assert len(asked) == 1  # the later call summarised nothing itself
     while LIBRARY_AHEAD.running and time.monotonic() < deadline:
         time.sleep(0.005)  # the job releases its lease after it wrote the record
@@ -166,5 +166,5 @@ def test_library_acall_runs_its_jobs_on_the_callers_loop(tmp_path: Path) -> None
 
     applied = asyncio.run(main())
     assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (
-        True, "SUMMARY ON THE CALLERS LOOP", 11)
+        True, "SUMMARY ON THE CALLERS LOOP", 13)
     assert len(loops) == 1

@@ -71,7 +71,7 @@ def test_two_processes_on_the_state_lease_run_one_job_and_share_its_summary(engi
     one, two, applied, groups = anyio.run(main)
     assert sorted([one, two]) == [0, 1]
     assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (
-        True, "SHARED AHEAD SUMMARY", 11)
+        True, "SHARED AHEAD SUMMARY", 13)
     key = ahead.record_key(session_key(decode_messages(body["messages"]), None))
     assert list(groups["context_session"]) == [key]
     assert groups.get("context_lease", {}) == {}  # released

@@ -327,7 +327,8 @@ class WorkerConfig:
         None, FRACTION_OR_NULL, section=Section.CACHE,
         description=(
             "Summarise ahead of time: once a call's context exceeds this fraction of the usable "
-            "budget without compacting, summarise the head a compaction would summarise in the "
+            "budget without compacting (with eager_compaction_at, and its early compaction would "
+            "be due), summarise the head a compaction would summarise in the "
             "background (one job per session, under its compaction lease) and keep the summary in "
             "the session store; a later call that must compact uses it without waiting, and a call "
             "that must compact before it is ready never waits for the summariser. null summarises "
@@ -335,7 +336,8 @@ class WorkerConfig:
         ),
         example=(
             "A fraction of the usable budget in (0, 1]: once a call's context exceeds that share and the call\n"
-            "did not compact, the worker summarises the head a compaction would summarise in the background\n"
+            "did not compact (with eager_compaction_at: and its early compaction would be due), the worker\n"
+            "summarises the head a compaction would summarise in the background\n"
             "(the call answers at once, as without the key), one job per session under its compaction lease,\n"
             "and keeps the summary in the session store. A later call of that session that must compact uses\n"
             "the ready summary while its history still extends the summarised head; one that must compact\n"

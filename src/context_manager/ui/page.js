@@ -215,7 +215,7 @@ const KEYS = {
     key: 'compact_ahead_at',
     kind: 'fraction',
     fallback: null,
-    help: 'Summarise ahead of time: once a call\'s context exceeds this fraction of the usable budget without compacting, summarise the head a compaction would summarise in the background (one job per session, under its compaction lease) and keep the summary in the session store; a later call that must compact uses it without waiting, and a call that must compact before it is ready never waits for the summariser. null summarises only inside the call that compacts.',
+    help: 'Summarise ahead of time: once a call\'s context exceeds this fraction of the usable budget without compacting (with eager_compaction_at, and its early compaction would be due), summarise the head a compaction would summarise in the background (one job per session, under its compaction lease) and keep the summary in the session store; a later call that must compact uses it without waiting, and a call that must compact before it is ready never waits for the summariser. null summarises only inside the call that compacts.',
   },
   retention: {
     key: 'retention',

@@ -122,7 +122,7 @@ def test_a_call_past_the_share_starts_one_job_and_answers_as_without_the_key() -
     assert world.summarizer.calls == 1
     record = world.record(body["messages"])
     assert (record.summary, record.head_len, record.anchor_len, record.retained_items) == (
-        "AHEAD SUMMARY 1", 11, 0, None)
+        "AHEAD SUMMARY 1", 13, 0, None)
     # the lease is free again and summary_reuse's own record of the session is untouched
     assert world.leases.records == {}
     assert asyncio.run(world.sessions.peek(session_key(decode_messages(body["messages"]), None))) is None
@@ -165,10 +165,10 @@ def test_the_next_over_budget_call_uses_the_ready_summary_without_the_summariser
     result = world.result(payload(session(11)))
     applied = result["applied"]
     assert world.summarizer.calls == 1  # nothing summarised on the call's path
-    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 11)
-    assert applied["tokens_before"] == applied["summarized_head_tokens"] == 4234
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 13)
+    assert applied["tokens_before"] == applied["summarized_head_tokens"] == 5077
     assert "AHEAD SUMMARY 1" in result["system_prompt"]
-    assert result["messages"] == decode_messages(session(11))[11:]
+    assert result["messages"] == decode_messages(session(11))[13:]
     assert result["token_count"] <= result["usable"] == 8000
     assert world.runner.started == [world.runner.started[0]]  # a call that compacted starts none
 
@@ -192,7 +192,7 @@ def test_the_previous_summary_caller_gets_a_summary_built_on_its_own() -> None:
     assert "EARLIER WORK" in world.summarizer.requests[0].system_prompt
     result = world.result(payload(session(11), previous_summary="EARLIER WORK"))
     applied = result["applied"]
-    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 11)
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 13)
     assert world.summarizer.calls == 1
     # another previous summary: the ready summary does not build on it
     other = World({**AHEAD, "overflow_fallback": "drop_oldest"}, sessions=world.sessions, leases=world.leases)
@@ -205,10 +205,10 @@ def test_a_round_trip_caller_persists_the_ready_summary_and_goes_on_from_its_tai
     world.answer(payload(session(7)))
     world.runner.run_all()
     first = world.result(payload(session(11)))["applied"]
-    assert (first["compacted"], first["tail_start_index"]) == (True, 11)
+    assert (first["compacted"], first["tail_start_index"]) == (True, 13)
     # summary_reuse remembered it: the whole history again is answered as its round trip
     again = world.result(payload(session(12)))["applied"]
-    assert again["summary_reused"] is True and again["reused_from_index"] == 11
+    assert again["summary_reused"] is True and again["reused_from_index"] == 13
     assert world.summarizer.calls == 1
 
 
@@ -299,7 +299,7 @@ def test_the_lease_of_the_job_is_the_sessions(lease_key: str | None) -> None:
     world.runner.run_all()
     expected = lease_key or lease.default_lease_key(decode_messages(body["messages"])[:1])
     assert ("swap", expected) in world.leases.log
-    assert world.record(body["messages"], lease_key).head_len == 11
+    assert world.record(body["messages"], lease_key).head_len == 13
 
 
 def test_an_early_compaction_uses_a_ready_summary_and_otherwise_waits_for_one() -> None:
@@ -311,8 +311,19 @@ def test_an_early_compaction_uses_a_ready_summary_and_otherwise_waits_for_one() 
     assert len(world.runner.jobs) == 1
     world.runner.run_all()
     applied = world.result(body)["applied"]
-    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 15)
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 17)
     assert world.summarizer.calls == 1
+
+
+def test_with_eager_compaction_a_job_starts_where_the_early_compaction_would_be_due() -> None:
+    """Past the share but before an early compaction pays, no job: its summary would be used
+    only later, with everything added since in its tail."""
+    world = World({**AHEAD, "eager_compaction_at": 0.6})
+    started = []
+    for rounds in (7, 8, 9):  # 5921, 6764, 7607 tokens: all past 0.7 of 8000
+        world.result(payload(session(rounds)))
+        started.append(len(world.runner.started))
+    assert started == [0, 0, 1]
 
 
 def test_a_round_trip_loop_compacts_with_ready_summaries_only() -> None:
@@ -333,10 +344,12 @@ def test_a_round_trip_loop_compacts_with_ready_summaries_only() -> None:
             compactions.append((end, applied["summary_kind"], applied["summary"]))
             previous, start = applied["summary"], start + applied["tail_start_index"]
         world.runner.run_all()
-    assert [end for end, _, _ in compactions] == [21, 31, 41, 51, 61, 71, 81, 91, 101, 111, 121]
+    # each job keeps the tail less the tokens still free, so the next compaction keeps as much
+    # as an inline one would: one every 6 rounds after the first
+    assert [end for end, _, _ in compactions] == [21, 33, 45, 57, 69, 81, 93, 105, 117]
     assert {kind for _, kind, _ in compactions} == {"llm"}
-    assert [summary for _, _, summary in compactions] == [f"AHEAD SUMMARY {i}" for i in range(1, 12)]
-    assert world.summarizer.calls == 11
+    assert [summary for _, _, summary in compactions] == [f"AHEAD SUMMARY {i}" for i in range(1, 10)]
+    assert world.summarizer.calls == 9
 
 
 def test_a_whole_history_loop_with_summary_reuse_chains_ready_summaries() -> None:
@@ -356,8 +369,8 @@ def test_a_whole_history_loop_with_summary_reuse_chains_ready_summaries() -> Non
         world.runner.run_all()
     assert {kind for _, kind, _ in compactions} == {"llm"}
     assert [summary for _, _, summary in compactions] == [f"AHEAD SUMMARY {i}" for i in range(1, len(compactions) + 1)]
-    assert (len(compactions), world.summarizer.calls) == (11, 11)
-    assert "AHEAD SUMMARY 10" in world.summarizer.requests[-1].system_prompt  # built on the one before
+    assert (len(compactions), world.summarizer.calls) == (9, 9)
+    assert "AHEAD SUMMARY 8" in world.summarizer.requests[-1].system_prompt  # built on the one before
 
 
 # --- with the history ceiling and the summariser's own model ----------------------------------
@@ -374,11 +387,12 @@ def test_under_a_history_ceiling_the_share_and_the_head_are_of_the_ceilings_budg
     assert (answered["applied"]["compacted"], answered["usable"]) == (False, 5000)
     assert len(world.runner.jobs) == 1
     world.runner.run_all()
-    # the head a compaction to the ceiling's budget would summarise (to 8000 it would be 11)
-    assert world.record(session(5)).head_len == 7
+    # the ceiling's full-window tail (2000) less the 765 tokens the ceiling still leaves free:
+    # the last round, so the head is the first 9 messages
+    assert world.record(session(5)).head_len == 9
     result = world.result(payload(session(7)))
     applied = result["applied"]
-    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 7)
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 1", 9)
     assert result["token_count"] <= result["usable"] == 5000
     assert result["breakdown"]["window_usable"] == 8000
     assert world.summarizer.calls == 1
@@ -416,7 +430,7 @@ def test_the_job_summarises_on_the_summariser_model_with_the_standing_instructio
     assert all("Keep every file path." in r.system_prompt for r in requests)
     result = world.result(payload(session(11)))
     applied = result["applied"]
-    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 2", 11)
+    assert (applied["compacted"], applied["summary"], applied["tail_start_index"]) == (True, "AHEAD SUMMARY 2", 13)
     # no summariser call on this call's path, so no cost to report
     assert "summarizer" not in applied and world.summarizer.calls == 2
 

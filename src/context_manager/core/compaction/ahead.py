@@ -4,9 +4,10 @@ Two hooks in ``context::assemble``, both inert while ``compact_ahead_at`` is nul
 
 * :func:`due` then :func:`after_call`, once a call's answer is final (``core.assembly.finish``):
   when the context it returns exceeds ``compact_ahead_at`` of the budget the passes aimed for
-  (under ``max_history_tokens``, the ceiling's) and the call did not compact, a background job
-  is handed to the process's ``JobRunner`` (``deps.ahead_runner``; a preview has none). Nothing
-  the call returns depends on it, and nothing is awaited.
+  (under ``max_history_tokens``, the ceiling's), the call did not compact and, with
+  ``eager_compaction_at``, its early compaction would be due, a background job is handed to
+  the process's ``JobRunner`` (``deps.ahead_runner``; a preview has none). Nothing the call
+  returns depends on it, and nothing is awaited.
 * :func:`compact_without_waiting`, in place of the inline compaction of a call that must
   compact (``core.assembly.passes.compaction.compaction_step``): the ready summary when the
   session has one whose head this history still extends, else the no-wait path (``try_compact``
@@ -14,8 +15,8 @@ Two hooks in ``context::assemble``, both inert while ``compact_ahead_at`` is nul
   otherwise no compaction, as without a summariser). The summariser is never called on the
   call's own path.
 
-The job (:func:`run_job`) selects the head a full-window compaction of the call's context would
-summarise (the same selection and ``produce_summary`` as inline compaction, the summariser only,
+The job (:func:`run_job`) selects the head the compaction that will use it should summarise
+(:func:`ahead_tail_budget`; the same selection and ``produce_summary`` as inline compaction, the summariser only,
 no extractive fallback; the summariser's requests go where inline compaction's go: to
 ``summarizer_model`` when set, each within that model's budget, else within the request's
 ``chunk_budget``, with ``compaction_instructions`` in every prompt), under the compaction lease
@@ -42,12 +43,14 @@ from dataclasses import dataclass, replace
 from math import floor
 from typing import Protocol
 
+from context_manager.core.budget import EAGER_TAIL_MIN, eager_tail_budget, preserve_recent
 from context_manager.core.compaction import lease
 from context_manager.core.compaction.inline import (
     CompactionRequest,
     InlineCompaction,
     InlineCompactionDeps,
-    full_window_head,
+    early_compaction_due,
+    head_before_tail,
     try_compact,
 )
 from context_manager.core.compaction.produce import EXTRACTIVE, LLM, produce_summary
@@ -126,6 +129,11 @@ def after_call(request: CompactionRequest, deps: AheadDeps, memo: MessageMemo | 
     first message's entry, so the calls that follow do not hash it again. ``True`` when a job was started.
     """
     runner, store = deps.ahead_runner, deps.session_store
+    if request.config.eager_compaction_at is not None and not early_compaction_due(request):
+        # Started at the call inline compaction would compact early, the job's summary is
+        # used a call or two later, with little more tail than inline's; started sooner, the
+        # tail grows by all that came since and the next compaction comes sooner.
+        return False
     if runner is None or store is None or deps.summarizer is None:
         return False
     job = AheadJob(request, _session_key(request, memo), deps.summarizer,
@@ -171,9 +179,14 @@ async def compact_without_waiting(request: CompactionRequest, deps: InlineCompac
     no-wait path; never calls the summariser.
 
     An early compaction (``eager_compaction_at``: the context still fits) uses a ready summary
-    too, but without one it does not compact: only a call over budget must reduce, and an early
-    extractive summary would stand in for the summary the job is making.
+    when inline compaction would compact early now (``early_compaction_due``), so a summary
+    ready sooner does not bring the rewrite forward; without one it does not compact: only a
+    call over budget must reduce, and an early extractive summary would stand in for the
+    summary the job is making.
     """
+    if request.early_headroom is not None and not early_compaction_due(request):
+        return None
+
     if store is not None:
         ready = await ready_compaction(request, store)
         if ready is not None:
@@ -229,11 +242,28 @@ class AheadJob:
 
 def _planned(request: CompactionRequest) -> tuple[int, int, str] | None:
     """(view head length, request index of the tail, head digest) of the job, or ``None``."""
-    head_len = full_window_head(request)
+    head_len = head_before_tail(request, ahead_tail_budget(request))
     if head_len == 0 or head_len >= len(request.view):
         return None
     tail = request.view_to_orig[head_len]
     return head_len, tail, head_digest(request.request_messages[:tail], request.previous_summary)
+
+
+def ahead_tail_budget(request: CompactionRequest) -> int:
+    """The tail the job keeps, so that the compaction using it keeps what inline compaction would.
+
+    With ``eager_compaction_at`` a job starts only at a call whose early compaction would be due
+    (:func:`after_call`) and is used by the next early call: it keeps the eager tail, as that
+    compaction would. Without it the summary is used once the context is over budget, when the
+    tokens still free now (``usable - total``) have joined the tail: the job keeps the
+    full-window tail less those, so the next compaction comes no sooner than inline's.
+    """
+    usable = request.usable
+    eager_at = request.config.eager_compaction_at
+    if eager_at is not None:
+        return eager_tail_budget(usable, eager_at)
+    headroom = request.early_headroom or 0  # the context as returned fits
+    return max(preserve_recent(usable, None) - headroom, EAGER_TAIL_MIN)
 
 
 def _still_ready(record: RememberedCompaction | None, request: CompactionRequest) -> bool:

@@ -161,9 +161,15 @@ def _head_len(request: CompactionRequest, budget: int) -> int:
                         step_tokens(request.usable, request.config.reduce_to))
 
 
-def full_window_head(request: CompactionRequest) -> int:
-    """The head a compaction of the context over budget would summarise (0: none)."""
-    return _head_len(request, preserve_recent(request.usable, None))
+def head_before_tail(request: CompactionRequest, tail_budget: int) -> int:
+    """The head a compaction keeping a tail of ``tail_budget`` tokens would summarise (0: none)."""
+    return _head_len(request, tail_budget)
+
+
+def early_compaction_due(request: CompactionRequest) -> bool:
+    """Would this call, which still fits, compact early now (``_early_compaction_pays``)?"""
+    headroom = request.early_headroom
+    return headroom is not None and _early_head(request, headroom) is not None
 
 
 def _early_head(request: CompactionRequest, headroom: int) -> int | None:
