@@ -62,6 +62,9 @@ CONFIGURATIONS = {c.name: c for c in (
     Configuration("extractive", {"summarizer_fallback": "extractive"}, summariser=False),
     Configuration("compact_ahead", {"compact_ahead_at": 0.7, "summarizer_fallback": "extractive",
                                     "lease_store": "state", "session_store": "state"}),
+    # The profile the latency instrument measures, with its summaries computed ahead of time.
+    Configuration("recommended_ahead", {"profile": "recommended", "compact_ahead_at": 0.8,
+                                        "lease_store": "state", "session_store": "state"}),
     Configuration("every_key", {
         "count_calibration": "usage", "summary_reuse": True, "session_store": "state",
         "lease_store": "state", "anchor_messages": 1, "summary_check": "append",

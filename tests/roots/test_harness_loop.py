@@ -16,6 +16,7 @@ usage, one OpenHands session with tools and custom messages).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -293,3 +294,20 @@ def test_the_anchor_keeps_the_task_of_single_task_sessions_in_every_call(
 def test_opt_in_keys_over_compacting_real_sessions(stack: Stack, real: list[Session], name: str) -> None:
     sessions = [s for s in real if s.name in KEY_SESSIONS]
     _conforms(stack, name, sessions, KEY_TURNS, check_task=name == "every_key")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["compact_ahead", "recommended_ahead"])
+def test_summaries_computed_ahead_are_kept_in_the_engine_state_and_persisted_like_any_compaction(
+    stack: Stack, real: list[Session], name: str
+) -> None:
+    def ready() -> dict[str, Any]:
+        group = stack.engine.state.groups.get("context_session", {})
+        return {key: json.dumps(value, sort_keys=True) for key, value in group.items() if key.startswith("ahead:")}
+
+    sessions = [s for s in real if s.name in KEY_SESSIONS]
+    before = ready()
+    totals = _conforms(stack, name, sessions, KEY_TURNS)
+    written = {key for key, value in ready().items() if before.get(key) != value}
+    # both sessions compact, and the worker's jobs wrote a ready summary for each
+    assert totals.compactions > 0 and len(written) == len(sessions)
