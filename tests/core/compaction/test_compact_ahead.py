@@ -418,11 +418,19 @@ def summariser_model_world(config: dict[str, Any]) -> World:
     return world
 
 
-def test_the_job_summarises_on_the_summariser_model_with_the_standing_instructions() -> None:
+def test_the_job_summarises_on_the_summariser_model_with_the_standing_instructions(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     world = summariser_model_world({})
     world.answer(payload(session(7)))
     assert world.summarizer.calls == 0 and world.resolver.looked_up == []  # nothing on the call's path
-    world.runner.run_all()
+    with caplog.at_level(logging.INFO, logger="context_manager.test"):
+        world.runner.run_all()
+    # the job's cost is in the log, the only place that reports it
+    session_id = session_key(decode_messages(session(7)), None)
+    assert [r.getMessage() for r in caplog.records if "ready for" in r.getMessage()] == [
+        f"summary ahead of time ready for {session_id} (tail from message 13): 2 summariser calls on cheap, "
+        "5682 input and 6 output tokens"]
     requests = world.summarizer.requests
     # the head in requests within cheap's usable budget (3100), as inline compaction chunks it
     assert [(r.model, r.provider) for r in requests] == [("cheap", "fake")] * 2

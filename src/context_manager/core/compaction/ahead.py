@@ -55,7 +55,7 @@ from context_manager.core.compaction.inline import (
 )
 from context_manager.core.compaction.produce import EXTRACTIVE, LLM, produce_summary
 from context_manager.core.compaction.recall import session_key
-from context_manager.core.compaction.summarizer_model import summarizer_target
+from context_manager.core.compaction.summarizer_model import cost_report, summarizer_target
 from context_manager.core.memo import MessageMemo, remembered
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import (
@@ -129,12 +129,12 @@ def after_call(request: CompactionRequest, deps: AheadDeps, memo: MessageMemo | 
     first message's entry, so the calls that follow do not hash it again. ``True`` when a job was started.
     """
     runner, store = deps.ahead_runner, deps.session_store
+    if runner is None or store is None or deps.summarizer is None:
+        return False
     if request.config.eager_compaction_at is not None and not early_compaction_due(request):
         # Started at the call inline compaction would compact early, the job's summary is
         # used a call or two later, with little more tail than inline's; started sooner, the
         # tail grows by all that came since and the next compaction comes sooner.
-        return False
-    if runner is None or store is None or deps.summarizer is None:
         return False
     job = AheadJob(request, _session_key(request, memo), deps.summarizer,
                    deps.lease_store, store, deps.clock, deps.log, deps.resolver)
@@ -275,6 +275,17 @@ def _still_ready(record: RememberedCompaction | None, request: CompactionRequest
             and head_digest(messages[:record.head_len], request.previous_summary) == record.head_digest)
 
 
+def _log_ready(job: AheadJob, tail: int, cost: dict[str, object] | None) -> None:
+    """The job's summariser cost goes to the log: no call's answer reports it (the call that
+    uses the summary made no summariser call)."""
+    if cost is None:  # the session's own model: its tally is the router's, per request
+        job.log.info("summary ahead of time ready for %s (tail from message %d)", job.session, tail)
+        return
+    job.log.info("summary ahead of time ready for %s (tail from message %d): %d summariser calls on %s, "
+                 "%d input and %d output tokens", job.session, tail, cost["calls"], cost["model"],
+                 cost["input_tokens"], cost["output_tokens"])
+
+
 async def run_job(job: AheadJob) -> bool:
     """Summarise the planned head under the session's lease and keep the result (or nothing).
 
@@ -327,6 +338,7 @@ async def run_job(job: AheadJob) -> bool:
         await job.store.put(key, RememberedCompaction(
             summary=produced.text, head_len=tail, head_digest=digest,
             anchor_len=request.view_to_orig[0], retained_items=produced.retained_items))
+        _log_ready(job, tail, cost_report(target))
         return True
     finally:
         if job.lease_store is not None and nonce is not None:
