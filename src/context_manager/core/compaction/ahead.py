@@ -16,8 +16,8 @@ Two hooks in ``context::assemble``, both inert while ``compact_ahead_at`` is nul
   call's own path.
 
 The job (:func:`run_job`) selects the head the compaction that will use it should summarise
-(:func:`ahead_tail_budget`; the same selection and ``produce_summary`` as inline compaction, the summariser only,
-no extractive fallback; the summariser's requests go where inline compaction's go: to
+(:func:`ahead_tail_budget`; the same selection and ``produce_summary`` as inline compaction, the
+summariser only, no extractive fallback; the summariser's requests go where inline compaction's go: to
 ``summarizer_model`` when set, each within that model's budget, else within the request's
 ``chunk_budget``, with ``compaction_instructions`` in every prompt), under the compaction lease
 of the call's session, and puts the result in the session store under :data:`RECORD_PREFIX` +
@@ -186,7 +186,6 @@ async def compact_without_waiting(request: CompactionRequest, deps: InlineCompac
     """
     if request.early_headroom is not None and not early_compaction_due(request):
         return None
-
     if store is not None:
         ready = await ready_compaction(request, store)
         if ready is not None:
