@@ -315,6 +315,24 @@ def test_an_early_compaction_uses_a_ready_summary_and_otherwise_waits_for_one() 
     assert world.summarizer.calls == 1
 
 
+def test_with_eager_compaction_the_no_wait_path_over_budget_keeps_the_eager_tail() -> None:
+    """It stands in for the early compaction whose summary is late: usable 8000 at 0.8 leaves an
+    eager tail of 1000 tokens (one round, from message 21), where the full-window tail of 2000
+    keeps two (from 19)."""
+    config = {**AHEAD, "eager_compaction_at": 0.8, "summarizer_fallback": "extractive"}
+    world = World(config)
+    world.result(payload(session(9)))  # the early compaction is due: a job starts, not run
+    assert len(world.runner.jobs) == 1
+    answered = world.result(payload(session(11)))  # over budget
+    applied = answered["applied"]
+    assert (applied["compacted"], applied["summary_kind"], applied["tail_start_index"]) == (True, "extractive", 21)
+    assert answered["token_count"] == 1039 and world.summarizer.calls == 0
+    without_key = World({"eager_compaction_at": 0.8, "summarizer_fallback": "extractive"})
+    ctx = without_key.context()
+    ctx.summarizer = None
+    assert asyncio.run(handle(payload(session(11)), ctx))["applied"]["tail_start_index"] == 19
+
+
 def test_with_eager_compaction_a_job_starts_where_the_early_compaction_would_be_due() -> None:
     """Past the share but before an early compaction pays, no job: its summary would be used
     only later, with everything added since in its tail."""

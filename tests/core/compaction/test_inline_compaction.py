@@ -74,6 +74,7 @@ class _Request:
     early_headroom: int | None = None
     summarizer_budget: int | None = None  # CompactionRequest's: None gives the summariser ``usable``
     chunk_budget: int | None = None
+    tail_budget: int | None = None
 
 
 @dataclass

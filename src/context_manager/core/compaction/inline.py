@@ -55,6 +55,8 @@ class CompactionRequest:
     * ``chunk_budget``: the budget of each summariser request when it differs from the above (a
       history ceiling leaves the summariser the window's; ``summarizer_model`` its own model's);
       ``None``: the summariser's input budget.
+    * ``tail_budget``: the tail a compaction over budget keeps when its caller chose it
+      (compaction ahead of time's no-wait path keeps the eager tail); ``None``: the full-window tail.
     """
 
     view: list[Message]
@@ -73,6 +75,7 @@ class CompactionRequest:
     early_headroom: int | None = None
     summarizer_budget: int | None = None
     chunk_budget: int | None = None
+    tail_budget: int | None = None
 
 
 class InlineCompactionDeps(Protocol):
@@ -150,6 +153,8 @@ def _tail_budget(request: CompactionRequest) -> int:
     eager_at = request.config.eager_compaction_at
     if request.early_headroom is not None and eager_at is not None:
         return eager_tail_budget(request.usable, eager_at)
+    if request.tail_budget is not None:
+        return request.tail_budget
     return preserve_recent(request.usable, None)
 
 
