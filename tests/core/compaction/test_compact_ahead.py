@@ -344,6 +344,24 @@ def test_with_eager_compaction_a_job_starts_where_the_early_compaction_would_be_
     assert started == [0, 0, 1]
 
 
+def test_the_compaction_passs_verdict_on_an_early_call_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass judges whether the early compaction is due; a call it leaves as it was starts
+    its job (or not) on that verdict, without the two tail selections again."""
+    world = World({**AHEAD, "eager_compaction_at": 0.6})
+    asked: list[int | None] = []
+    judge = ahead.early_compaction_due
+
+    def counted(request: Any) -> bool:
+        asked.append(request.early_headroom)
+        return judge(request)
+
+    monkeypatch.setattr(ahead, "early_compaction_due", counted)
+    world.result(payload(session(8)))  # 6764 tokens: past 0.6 of 8000, not due
+    world.result(payload(session(9)))  # 7607 tokens: due, a job starts
+    assert asked == [8000 - 6764, 8000 - 7607]
+    assert len(world.runner.started) == 1
+
+
 def test_a_round_trip_loop_compacts_with_ready_summaries_only() -> None:
     """The iii harness's loop: previous summary plus tail, the compaction persisted each time;
     the jobs finish between turns. Every compaction is a ready summary, one summariser call each,

@@ -16,6 +16,7 @@ from context_manager.core.assembly.prepare import Call, router_calibration
 from context_manager.core.assembly.report import AssembleReport
 from context_manager.core.assembly.request import AssembleRequest
 from context_manager.core.compaction import ahead
+from context_manager.core.compaction.inline import CompactionRequest
 from context_manager.core.compaction.prompts import render_system_prompt, summary_message
 from context_manager.core.counting.calibrated_budget import CalibratedCount, OverBudget
 from context_manager.core.counting.estimate import by_role
@@ -61,7 +62,8 @@ async def finish(call: Call, state: WorkingContext, report: AssembleReport,
     # share is of the budget the passes aimed for (under ``max_history_tokens``, the ceiling's).
     if (ahead.due(call.config, state.total(), call.budget.limit, report.compacted())
             and not request.options.preview_only):
-        ahead.after_call(compaction_request(state, call), call.deps, call.reuse.memo)
+        ahead_request = compaction_request(state, call)
+        ahead.after_call(ahead_request, call.deps, call.reuse.memo, _early_verdict(call, ahead_request))
     if call.digests is not None:
         remember_sent(state, call, initial_total - state.overhead_tokens)
     if budget.calibration is not None:
@@ -129,3 +131,12 @@ def _prefix_report(state: WorkingContext, request: AssembleRequest, config: Work
     else:
         baseline_prompt = render_system_prompt(request.system_prompt, previous)
     return prefix_report(baseline_prompt, facing, state.system_prompt, state.messages())
+
+
+def _early_verdict(call: Call, request: CompactionRequest) -> bool | None:
+    """The compaction pass's verdict when it judged this same context (the same budget and
+    headroom: nothing ran after it), else ``None``."""
+    verdict = call.early_verdict
+    if verdict is None or (verdict[0], verdict[1]) != (request.usable, request.early_headroom):
+        return None
+    return verdict[2]

@@ -52,6 +52,9 @@ class Call:
     # ``max_history_tokens``: the call's ceiling (None: none) and the window's usable budget.
     ceiling: int | None = None
     window_usable: int = 0
+    # ``compact_ahead_at`` with ``eager_compaction_at``: the compaction pass's verdict on a
+    # context it left as it was, ``(usable, headroom, early compaction due)``, for ``finish``.
+    early_verdict: tuple[int, int, bool] | None = None
 
 
 async def prepare(request: AssembleRequest, deps: AssembleDeps, reuse: CallReuse,

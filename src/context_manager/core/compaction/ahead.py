@@ -121,17 +121,22 @@ def due(config: WorkerConfig, total: int, budget: int, compacted: bool) -> bool:
     return share is not None and not compacted and total > floor(share * budget)
 
 
-def after_call(request: CompactionRequest, deps: AheadDeps, memo: MessageMemo | None = None) -> bool:
+def after_call(request: CompactionRequest, deps: AheadDeps, memo: MessageMemo | None = None,
+               early_due: bool | None = None) -> bool:
     """Hand the session's job to the process's runner (when :func:`due`); never waits.
 
     ``request`` describes the context as returned (``core.assembly.passes.compaction.
     compaction_request`` of the final state); ``memo``, the call's, keeps the session key on the
-    first message's entry, so the calls that follow do not hash it again. ``True`` when a job was started.
+    first message's entry, so the calls that follow do not hash it again. ``early_due``: the
+    compaction pass's :func:`early_verdict` on this same context, when it has one (``None``:
+    asked here). ``True`` when a job was started.
     """
     runner, store = deps.ahead_runner, deps.session_store
     if runner is None or store is None or deps.summarizer is None:
         return False
-    if request.config.eager_compaction_at is not None and not early_compaction_due(request):
+    if early_due is None and request.config.eager_compaction_at is not None:
+        early_due = early_compaction_due(request)
+    if early_due is False:
         # Started at the call inline compaction would compact early, the job's summary is
         # used a call or two later, with little more tail than inline's; started sooner, the
         # tail grows by all that came since and the next compaction comes sooner.
@@ -173,8 +178,19 @@ class _NoWait:
     resolver: ModelResolver | None = None
 
 
+def early_verdict(request: CompactionRequest) -> bool | None:
+    """Would inline compaction compact this call early now? ``None`` for a call over budget.
+
+    The compaction pass asks once and keeps the answer on the call, so a call it leaves as it
+    was does not run the two tail selections again in :func:`after_call`."""
+    if request.early_headroom is None:
+        return None
+    return early_compaction_due(request)
+
+
 async def compact_without_waiting(request: CompactionRequest, deps: InlineCompactionDeps,
-                                  store: SessionStore | None) -> InlineCompaction | None:
+                                  store: SessionStore | None,
+                                  early_due: bool | None = None) -> InlineCompaction | None:
     """The ready summary of the session when this history still extends its head, else the
     no-wait path; never calls the summariser.
 
@@ -182,10 +198,14 @@ async def compact_without_waiting(request: CompactionRequest, deps: InlineCompac
     when inline compaction would compact early now (``early_compaction_due``), so a summary
     ready sooner does not bring the rewrite forward; without one it does not compact: only a
     call over budget must reduce, and an early extractive summary would stand in for the
-    summary the job is making.
+    summary the job is making. ``early_due``: :func:`early_verdict` of ``request`` when the
+    caller has it.
     """
-    if request.early_headroom is not None and not early_compaction_due(request):
-        return None
+    if request.early_headroom is not None:
+        if early_due is None:
+            early_due = early_compaction_due(request)
+        if not early_due:
+            return None
     if store is not None:
         ready = await ready_compaction(request, store)
         if ready is not None:

@@ -27,12 +27,13 @@ from context_manager.core.counting.history_ceiling import summarizer_window_budg
 from context_manager.core.settings import WorkerConfig
 
 
-async def compaction_step(request: CompactionRequest, deps: AssembleDeps) -> InlineCompaction | None:
+async def compaction_step(request: CompactionRequest, deps: AssembleDeps,
+                          early_due: bool | None = None) -> InlineCompaction | None:
     """Inline compaction; ``None`` means "not compacted this call" (also without a summariser)."""
     if request.config.compact_ahead_at is not None:
         # A summary computed ahead of time, else the no-wait path: the summariser is never
         # called on the call's own path (``core.compaction.ahead.compact_without_waiting``).
-        return await ahead.compact_without_waiting(request, deps, deps.session_store)
+        return await ahead.compact_without_waiting(request, deps, deps.session_store, early_due)
     return await try_compact(request, deps)
 
 
@@ -78,8 +79,14 @@ class Compaction:
     async def run(self, state: WorkingContext, call: Call) -> CompactionReport | None:
         if not compaction_due(state.total(), call.budget.limit, call.config):
             return None
-        outcome = await compaction_step(compaction_request(state, call), call.deps)
+        request = compaction_request(state, call)
+        early_due = None
+        if call.config.compact_ahead_at is not None and call.config.eager_compaction_at is not None:
+            early_due = ahead.early_verdict(request)
+        outcome = await compaction_step(request, call.deps, early_due)
         if outcome is None:
+            if early_due is not None and request.early_headroom is not None:
+                call.early_verdict = (request.usable, request.early_headroom, early_due)
             return None
         estimator = call.estimator
         if state.explanation is not None:
