@@ -81,6 +81,25 @@ class WorkerTurn:
         self.loop.run_until_complete(self.worker.register_functions())
         self.worker.services.config = bench_config()
 
+    def summarize_with(self, summarizer: Summarizer) -> None:
+        """The worker's summariser from now on (the engine's router is not there)."""
+        from context_manager.adapters.callable_summarizer import CallableSummarizer
+
+        self.worker.services.summarizer = CallableSummarizer(summarizer)
+
+    def settle_jobs(self) -> int:
+        """Run the background jobs the last call started (``compact_ahead_at``) to their end, then
+        give the worker a fresh job runner, which remembers no settled job: the next call past
+        the share starts its job again. Answers how many jobs there were."""
+        from context_manager.adapters.job_runners import LoopJobRunner
+
+        runner = self.worker.services.ahead_runner
+        started = runner.running
+        while runner.running:
+            self.loop.run_until_complete(asyncio.sleep(0.001))
+        self.worker.services.ahead_runner = LoopJobRunner()
+        return started
+
     def publish(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Publish a policy version through the worker's own function (``context::policy::publish``)."""
         return self.loop.run_until_complete(call_async("context::policy::publish", payload,

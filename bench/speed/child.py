@@ -12,13 +12,15 @@ from pathlib import Path
 
 import orjson
 
-from bench.speed.sets import run_set, run_w5_cold, run_w5_warm
+from bench.speed.sets import run_set, run_w5_cold, run_w5_interleaved, run_w5_warm
 
 
 def main(argv: list[str]) -> int:
     name, data_dir = argv[0], Path(argv[1])
     if name == "W5-warm":
         result = run_w5_warm(data_dir)
+    elif name == "W5-interleaved":
+        result = run_w5_interleaved(data_dir)
     elif name == "W5-cold":
         result = run_w5_cold(data_dir, [int(k) for k in argv[2].split(",")])
     else:

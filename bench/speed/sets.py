@@ -8,6 +8,7 @@ cache key) without changing the work.
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 from pathlib import Path
@@ -120,7 +121,12 @@ def run_w5_warm(data_dir: Path) -> dict[str, Any]:
     if namespace:
         turn.publish({"surface": "settings", "namespace": namespace,
                       "document": {"tail_turns": turn.worker.services.config.tail_turns}})
-    calls, floors = [], []
+    # BENCH_AHEAD_JOBS=1: the worker has a summariser, and the jobs a call starts
+    # (``compact_ahead_at``) run to their end after its timer stops (``WorkerTurn.settle_jobs``).
+    settle = os.environ.get("BENCH_AHEAD_JOBS") == "1"
+    if settle:
+        turn.summarize_with(instant_summarizer)
+    calls, floors, jobs = [], [], []
     for k in range(1, len(growth) + 1):
         history = grown(base, growth, k)
         if namespace:
@@ -132,7 +138,47 @@ def run_w5_warm(data_dir: Path) -> dict[str, Any]:
         floor_ms, _ = clock_ms(lambda: floor(request, answer_obj))
         calls.append(ms)
         floors.append(floor_ms)
-    return {"set": "W5-warm", "calls_ms": calls, "floor_ms": floors, "rss": {"peak": max_rss_bytes()}}
+        if settle:
+            jobs.append(turn.settle_jobs())
+            gc.collect()  # the job's garbage is collected here, not inside the next timed call
+    return {"set": "W5-warm", "calls_ms": calls, "floor_ms": floors, "jobs": jobs,
+            "rss": {"peak": max_rss_bytes()}}
+
+
+def run_w5_interleaved(data_dir: Path) -> dict[str, Any]:
+    """The agent loop of :func:`run_w5_warm` twice in one process, call by call: one worker under
+    ``BENCH_CONFIG_OFF``, one under ``BENCH_CONFIG_ON`` (JSON objects), each with its own caches,
+    the order of each call's pair alternating and the garbage collected before each timed call,
+    so that drift of a shared machine falls on both alike. With ``BENCH_AHEAD_JOBS=1`` both have
+    a summariser and the jobs a call starts run to their end after its timer
+    (``WorkerTurn.settle_jobs``)."""
+    from context_manager.config.parse import parse_config_value
+
+    base = orjson.loads((data_dir / "W2.json").read_bytes())
+    growth = orjson.loads((data_dir / "W5-growth.json").read_bytes())
+    _tiny_call()
+    settle = os.environ.get("BENCH_AHEAD_JOBS") == "1"
+    turns = {}
+    for side in ("off", "on"):
+        turn = WorkerTurn()
+        turn.worker.services.config = parse_config_value(orjson.loads(os.environ[f"BENCH_CONFIG_{side.upper()}"]))
+        if settle:
+            turn.summarize_with(instant_summarizer)
+        turns[side] = turn
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    jobs: list[int] = []
+    for k in range(1, len(growth) + 1):
+        frame = WorkerTurn.frame("context::assemble", orjson.dumps(grown(base, growth, k)), k)
+        for side in (("off", "on") if k % 2 else ("on", "off")):
+            turn = turns[side]
+            gc.collect()
+            ms, _ = clock_ms(lambda: turn(frame))
+            times[side].append(ms)
+            if settle:
+                started = turn.settle_jobs()
+                if side == "on":
+                    jobs.append(started)
+    return {"set": "W5-interleaved", "off_ms": times["off"], "on_ms": times["on"], "jobs": jobs}
 
 
 def run_w5_cold(data_dir: Path, indices: list[int]) -> dict[str, Any]:

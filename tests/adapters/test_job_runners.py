@@ -88,6 +88,26 @@ def test_the_loop_runner_cancels_a_job_past_its_timeout_and_on_close() -> None:
     assert asyncio.run(main()) == (0, ["cancelled", "cancelled"])
 
 
+def test_a_job_does_none_of_its_work_in_the_loop_iteration_that_started_it() -> None:
+    """The call that starts a job writes its reply in that iteration, before the job's work."""
+    ran: list[str] = []
+
+    async def job() -> bool:
+        ran.append("job")
+        return True
+
+    async def main() -> tuple[list[str], list[str]]:
+        runner = LoopJobRunner()
+        assert runner.start("k", job, 5.0)
+        await asyncio.sleep(0)  # the rest of the iteration that started it
+        during = list(ran)
+        while runner.running:
+            await asyncio.sleep(0)
+        return during, list(ran)
+
+    assert asyncio.run(main()) == ([], ["job"])
+
+
 def test_the_loop_runner_without_a_running_loop_starts_nothing() -> None:
     async def job() -> None:
         return None

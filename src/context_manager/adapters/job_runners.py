@@ -63,6 +63,9 @@ class _Slots:
 async def _bounded(job: Job, key: str, timeout_s: float, slots: _Slots) -> None:
     settled = False
     try:
+        # None of the job's work runs in the loop iteration that started it: the reply of the
+        # call that started it is written in that iteration, before the job selects or hashes.
+        await asyncio.sleep(0)
         async with asyncio.timeout(timeout_s):
             settled = await job()
     except TimeoutError:
