@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             ratios.append(on / off)
             jobs = f", {started} of {measured} measured calls started a job" if args.jobs else ""
             print(f"W5 warm turn: off {off:.3f} ms, on {on:.3f} ms, ratio {on / off:.3f}{jobs}")
-    measured = args.on if args.namespace is None else f"{args.on} at namespace {args.namespace}"
-    print(f"W5 warm turn, {measured} / {args.off} ({plan.w5_calls} calls, {args.pairs} pairs, "
+    compared = args.on if args.namespace is None else f"{args.on} at namespace {args.namespace}"
+    print(f"W5 warm turn, {compared} / {args.off} ({plan.w5_calls} calls, {args.pairs} pairs, "
           f"config {args.config}): {statistics.median(ratios):.3f}×")
     return 0
 
