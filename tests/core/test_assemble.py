@@ -377,7 +377,7 @@ def test_compaction_outcome_is_applied_with_request_indices(monkeypatch):
     history = [custom, U("old", 1), A("y" * 12000, 2), U("task", 3), A("ok", 4), U("done", 5)]
     seen: list[Any] = []
 
-    async def fake_step(request, deps):
+    async def fake_step(request, deps, early_due=None):
         seen.append(request)
         return InlineCompaction(summary="S", head_len=2, tail_start_view=2,
                                 tokens_before=sum(request.sizes[:2]))
@@ -405,7 +405,7 @@ def test_compaction_outcome_is_applied_with_request_indices(monkeypatch):
 def test_compaction_is_not_attempted_when_disallowed_or_within_budget(monkeypatch):
     calls: list[Any] = []
 
-    async def fake_step(request, deps):
+    async def fake_step(request, deps, early_due=None):
         calls.append(request)
         return None
 
