@@ -75,6 +75,7 @@ class _Request:
     summarizer_budget: int | None = None  # CompactionRequest's: None gives the summariser ``usable``
     chunk_budget: int | None = None
     tail_budget: int | None = None
+    history_ceiling: int | None = None
 
 
 @dataclass

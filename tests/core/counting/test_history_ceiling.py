@@ -91,15 +91,29 @@ def test_a_ceiling_above_the_window_changes_only_the_breakdown():
     assert response["token_count"] == 6155
 
 
-def test_eager_compaction_is_measured_against_the_ceiling():
-    config = replace(DEFAULT_CONFIG, eager_compaction_at=0.8)
+def test_eager_compaction_is_measured_against_the_ceiling_and_pays_by_cache_reads():
+    config = replace(DEFAULT_CONFIG, eager_compaction_at=0.5)
     without = run(request(EIGHT_TURNS), config, FakeSummarizer())
     assert (without["usable"], without["applied"]["compacted"]) == (35000, False)
-    # 8396 tokens are past 0.8 * 9000 = 7200 though they fit 9000: compacted early.
-    early = run(request(EIGHT_TURNS, max_history_tokens=9000), config, FakeSummarizer())
+    # 8396 tokens are past 0.5 * 16000 = 8000 though they fit 16000. The rounds grow about 880
+    # tokens a call, so the 8362 tokens of the head would be read from the cache some 8.6 more
+    # times before the ceiling: more than re-sending what stays. Compacted early.
+    early = run(request(EIGHT_TURNS, max_history_tokens=16000), config, FakeSummarizer())
     applied = early["applied"]
-    assert (early["usable"], early["token_count"]) == (9000, 48)
+    assert (early["usable"], early["token_count"]) == (16000, 48)
     assert (applied["compacted"], applied["tail_start_index"], applied["tokens_before"]) == (True, 15, 8362)
+    # The same budget from the window (no ceiling): the early compaction must save a rewrite,
+    # which it does not, so the call returns the context as it is.
+    window = run(request(EIGHT_TURNS, reserved_tokens=23000), config, FakeSummarizer())
+    assert (window["usable"], window["token_count"], window["applied"]["compacted"]) == (16000, 8396, False)
+
+
+def test_under_the_ceiling_an_early_compaction_a_call_before_the_budget_waits():
+    """Past 0.8 of a 9000 ceiling with 604 tokens left, less than a round: the head's cache reads
+    before the compaction that must come are worth less than a re-send."""
+    config = replace(DEFAULT_CONFIG, eager_compaction_at=0.8)
+    waits = run(request(EIGHT_TURNS, max_history_tokens=9000), config, FakeSummarizer())
+    assert (waits["usable"], waits["token_count"], waits["applied"]["compacted"]) == (9000, 8396, False)
 
 
 @pytest.mark.parametrize("extra", [{}, {"working_set": True}, {"reduce_to": 0.5}])

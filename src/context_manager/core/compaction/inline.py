@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from context_manager.core.budget import eager_tail_budget, preserve_recent
 from context_manager.core.compaction import lease
+from context_manager.core.compaction.carry_cost import early_compaction_saves, growth_per_round
 from context_manager.core.compaction.produce import produce_summary
 from context_manager.core.compaction.selection import select, stepped_head
 from context_manager.core.compaction.summarizer_model import SummarizerTarget, cost_report, summarizer_target
@@ -57,6 +58,9 @@ class CompactionRequest:
       ``None``: the summariser's input budget.
     * ``tail_budget``: the tail a compaction over budget keeps when its caller chose it
       (compaction ahead of time's no-wait path keeps the eager tail); ``None``: the full-window tail.
+    * ``history_ceiling``: ``max_history_tokens`` when it is below the window's usable budget
+      (``usable`` is then the ceiling): an early compaction pays by the cache reads it saves
+      (``core.compaction.carry_cost``); ``None``: no ceiling decides this call.
     """
 
     view: list[Message]
@@ -76,6 +80,7 @@ class CompactionRequest:
     summarizer_budget: int | None = None
     chunk_budget: int | None = None
     tail_budget: int | None = None
+    history_ceiling: int | None = None
 
 
 class InlineCompactionDeps(Protocol):
@@ -193,7 +198,15 @@ def _early_compaction_pays(request: CompactionRequest, head_len: int, headroom: 
     headroom: once because it runs ``headroom`` sooner, once because the next early compaction
     may run as much before the full window again. Otherwise the early compaction would only add
     a prefix rewrite, and the call returns the context as it is.
+
+    Under a history ceiling the rewrite is not what an early compaction is weighed against: the
+    head's cache reads until the compaction that must come are (``carry_cost``), once the
+    request holds two rounds to measure its growth by.
     """
+    if request.history_ceiling is not None:
+        growth = growth_per_round(request.view, request.sizes)
+        if growth is not None:
+            return early_compaction_saves(request.sizes, head_len, headroom, request.usable, growth)
     full_head = _head_len(request, preserve_recent(request.usable, None))
     removed_now = sum(request.sizes[:head_len])
     removed_later = sum(request.sizes[:full_head])

@@ -69,6 +69,7 @@ def compaction_request(state: WorkingContext, call: Call) -> CompactionRequest:
         # The history ceiling leaves the summariser's requests the window's budget.
         chunk_budget=None if call.ceiling is None else summarizer_window_budget(
             call.window_usable, budget.calibration, state.overhead_tokens, budget.guarded),
+        history_ceiling=call.ceiling if call.ceiling is not None and call.ceiling < call.window_usable else None,
     )
 
 
