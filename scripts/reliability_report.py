@@ -194,6 +194,15 @@ def run_full_load(quick: bool) -> tuple[int, dict[str, Any]]:
 
 # ---------------------------------------------------------------- rendering
 
+_COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+           "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+
+
+def _count(number: int) -> str:
+    """A count in words, as the report's prose writes them (digits past twenty)."""
+    return _COUNTS[number] if number < len(_COUNTS) else str(number)
+
+
 def _mark(ok: bool) -> str:
     return "pass" if ok else "**FAIL**"
 
@@ -276,7 +285,13 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
     # ---- corpus
     add("## Malformed-input corpus")
     add("")
-    add("Generated deterministically by `tests/reliability/corpus.py` for all seven functions: "
+    in_process = figures.get("corpus-in-process", [])
+    kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    for item in in_process:
+        kinds[item["function"]][item["kind"]] += 1
+    policy_functions = sum(1 for function in kinds if function.startswith("context::policy::"))
+    add(f"Generated deterministically by `tests/reliability/corpus.py` for all {_count(len(kinds))} functions "
+        f"(the four public ones, the three internal ones and the {_count(policy_functions)} policy functions): "
         "empty and whitespace bodies, broken JSON, NaN, invalid and overlong UTF-8, lone-surrogate "
         "escapes (in values and keys), 5,000-level nesting, numbers beyond f64/i64/u64, negative "
         "numbers, wrong types and missing fields at every level, unknown roles, block types, enum "
@@ -286,10 +301,6 @@ def render(cases: list[dict[str, Any]], figures: dict[str, Any],
         "`handler error: context/` (`UNKNOWN_UI_ASSET` for the console asset function), or a "
         "normal answer for extreme-but-valid input; never a crash or a traceback.")
     add("")
-    in_process = figures.get("corpus-in-process", [])
-    kinds: dict[str, Counter[str]] = defaultdict(Counter)
-    for item in in_process:
-        kinds[item["function"]][item["kind"]] += 1
     add("| Function | Cases | Clean errors | Answers (valid extremes) | Crashes |")
     add("|---|---|---|---|---|")
     for function, counter in kinds.items():

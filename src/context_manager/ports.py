@@ -375,6 +375,10 @@ class PolicyStore(Protocol):
 
     async def activate(self, scope: str, version: int | None) -> None: ...
 
+    async def scopes(self) -> dict[str, int]:
+        """Every scope a version number was taken for, with the last number taken."""
+        ...
+
 
 # --- telemetry ---------------------------------------------------------------------------------
 

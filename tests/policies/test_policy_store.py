@@ -250,3 +250,39 @@ def test_after_a_timed_out_index_read_the_index_is_not_asked_for_again_for_a_sec
     assert _in_force(bus) == "budget::1" and len(state.calls) == reads  # within the second: not asked
     now[0] += 1.5
     assert _in_force(bus) == "budget::1" and len(state.calls) == reads + 1
+
+
+# --- the scopes that have versions ---------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["memory", "state"])
+def test_the_scopes_list_every_scope_published_to_with_its_latest_and_active_version(backend: str) -> None:
+    bus = RoomBus(memory_room() if backend == "memory" else state_room(EngineState()))
+    assert bus("context::policy::scopes", {}) == {"namespaces": [], "scopes": []}
+    bus("context::policy::publish", {"surface": "budget", "namespace": "acme", "document": budget(0.2)})
+    bus("context::policy::publish", {"surface": "budget", "namespace": "acme", "document": budget(0.25)})
+    bus("context::policy::publish", {"surface": "budget", "namespace": "acme", "model_id": "gpt-a",
+                                     "document": budget(0.3)})
+    bus("context::policy::publish", {"surface": "retention", "document": {"verbatim_turns": 3}})
+    bus("context::policy::publish", {"surface": "settings", "namespace": "acme/proj-7", "document": {"tail_turns": 4}})
+    bus("context::policy::withdraw", {"surface": "settings", "namespace": "acme/proj-7"})
+    bus("context::policy::activate", {"id": "budget:acme:1"})
+    assert bus("context::policy::scopes", {}) == {"namespaces": ["acme", "acme/proj-7"], "scopes": [
+        {"surface": "retention", "namespace": None, "model_id": None, "latest_version": 1, "active_version": 1},
+        {"surface": "budget", "namespace": "acme", "model_id": None, "latest_version": 2, "active_version": 1},
+        {"surface": "budget", "namespace": "acme", "model_id": "gpt-a", "latest_version": 1, "active_version": 1},
+        {"surface": "settings", "namespace": "acme/proj-7", "model_id": None, "latest_version": 1,
+         "active_version": None},
+    ]}
+
+
+def test_the_scopes_take_no_member_and_a_failing_store_is_an_error() -> None:
+    state = EngineState()
+    bus = RoomBus(state_room(state))
+    assert bus("context::policy::scopes", {"namespace": "acme"}) == Refused(
+        "handler error: context/invalid_request: request: unknown member `namespace`, expected none")
+    assert bus("context::policy::scopes", []) == Refused(
+        "handler error: context/invalid_request: request: expected an object, got sequence")
+    state.fail_at = 1
+    refused = bus("context::policy::scopes", {})
+    assert isinstance(refused, Refused) and refused.message.startswith(
+        "handler error: context/policy_store: policy store failed: ")

@@ -19,7 +19,7 @@ from typing import Any
 PUBLIC = ("context::count-tokens", "context::prune", "context::assemble", "context::compact")
 INTERNAL = ("context::on-models-changed", "context::on-config-change", "context-manager::ui-content")
 POLICY = ("context::policy::publish", "context::policy::list", "context::policy::activate",
-          "context::policy::withdraw", "context::policy::resolve")
+          "context::policy::withdraw", "context::policy::resolve", "context::policy::scopes")
 ALL_FUNCTIONS = PUBLIC + INTERNAL + POLICY
 
 # Accepted error texts: a decoding failure or a rule of the function (spec 01 §4.3); the console
@@ -340,6 +340,7 @@ _POLICY_BASE: dict[str, dict[str, Any]] = {
     "context::policy::activate": {"id": "budget:acme:1"},
     "context::policy::withdraw": {"surface": "budget"},
     "context::policy::resolve": {},
+    "context::policy::scopes": {},
 }
 # Malformed documents: every one refused with context/invalid_request, nothing stored.
 _BAD_DOCUMENTS: tuple[tuple[str, str, Any], ...] = (

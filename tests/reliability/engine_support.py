@@ -18,7 +18,7 @@ SEVEN = PUBLIC | {"context::on-models-changed", "context::on-config-change",
                   "context-manager::ui-content"}
 # Registered after those seven.
 POLICY = {"context::policy::publish", "context::policy::list", "context::policy::activate",
-          "context::policy::withdraw", "context::policy::resolve"}
+          "context::policy::withdraw", "context::policy::resolve", "context::policy::scopes"}
 HELLO = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}],
          "model": {"id": "m1", "limits": {"context_window": 1000, "max_output_tokens": 100}}}
 

@@ -147,6 +147,7 @@ def test_every_registered_function_has_a_handler():
         "context::policy::activate": policy.activate,
         "context::policy::withdraw": policy.withdraw,
         "context::policy::resolve": policy.resolve,
+        "context::policy::scopes": policy.scopes,
     }
     assert list(FUNCTIONS) == ["context::count-tokens", "context::prune", "context::assemble", "context::compact",
                                "context::on-models-changed", "context::on-config-change",
@@ -160,7 +161,7 @@ def test_policy_functions_are_defined_apart_with_schemas():
     definitions = policy_function_definitions()
     assert [d["id"] for d in definitions] == list(POLICY_FUNCTION_IDS) == [
         "context::policy::publish", "context::policy::list", "context::policy::activate",
-        "context::policy::withdraw", "context::policy::resolve"]
+        "context::policy::withdraw", "context::policy::resolve", "context::policy::scopes"]
     for definition in definitions:
         assert set(definition) == {"id", "description", "metadata", "request_schema", "response_schema"}
         jsonschema.Draft7Validator.check_schema(definition["request_schema"])

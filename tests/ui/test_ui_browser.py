@@ -555,6 +555,11 @@ def _policy(version_id: str, namespace: str | None, tagged: str | None, version:
     return {"kind": "policy", "id": version_id, "namespace": namespace, "tagged_model": tagged, "version": version}
 
 
+def _scope(surface: str, namespace: str | None, tag: str | None, latest: int, active: int | None) -> dict[str, Any]:
+    return {"surface": surface, "namespace": namespace, "model_id": tag, "latest_version": latest,
+            "active_version": active}
+
+
 RESOLVED = {
     "namespace": "acme/proj-7", "model_id": "gpt-a", "config": {"reserved_pct": 30},
     "sources": {"budget": _policy("budget:acme:1:gpt-a", "acme", "gpt-a", 1),
@@ -574,6 +579,13 @@ POLICY_ANSWERS: list[list[Any]] = [
                               _version("budget:acme:1", 1, True, {"version": 3, "headroom": 0.2})]}}],
     ["context::policy::list", {"surface": "budget", "namespace": "acme", "model_id": "gpt-a"},
      {"result": {"versions": [_version("budget:acme:1:gpt-a", 1, True, {"version": 3, "headroom": 0.3})]}}],
+    ["context::policy::list", {"surface": "budget", "namespace": "acme", "model_id": "gpt-b"},
+     {"result": {"versions": [_version("budget:acme:1:gpt-b", 1, False, {"version": 3, "headroom": 0.4})]}}],
+    ["context::policy::scopes", {}, {"result": {"namespaces": ["acme", "acme/proj-7", "beta"], "scopes": [
+        _scope("budget", None, None, 1, 1), _scope("retention", None, None, 1, 1),
+        _scope("budget", "acme", None, 2, 1), _scope("budget", "acme", "gpt-a", 1, 1),
+        _scope("budget", "acme", "gpt-b", 1, None), _scope("retention", "acme/proj-7", None, 1, 1),
+        _scope("settings", "acme/proj-7", None, 1, 1), _scope("settings", "beta", "gpt-c", 1, 1)]}}],
     ["context::policy::list", {"surface": "budget"},
      {"result": {"versions": [_version("budget::1", 1, True, {"version": 3, "headroom": 0.1})]}}],
     ["context::policy::list", {"surface": "retention"},
@@ -585,14 +597,15 @@ POLICY_ANSWERS: list[list[Any]] = [
     ["context::policy::withdraw", {"surface": "budget", "namespace": "acme", "model_id": "gpt-a", "token": "s3cret"},
      {"result": {"surface": "budget", "namespace": "acme", "model_id": "gpt-a", "withdrawn": "budget:acme:1:gpt-a"}}],
 ]
-# The lookup of acme/proj-7 for gpt-a: resolve, then each level nearest first, each surface untagged
-# and (budget, settings) tagged gpt-a.
-LOOKUP_CALLS = [["context::policy::resolve", {"namespace": "acme/proj-7", "model_id": "gpt-a"}]] + [
+# The lookup of acme/proj-7 for gpt-a: resolve and the scopes, then each level nearest first, each
+# surface untagged, (budget, settings) tagged gpt-a, and every other tag the level has (gpt-b at acme).
+LOOKUP_CALLS = [["context::policy::resolve", {"namespace": "acme/proj-7", "model_id": "gpt-a"}],
+                ["context::policy::scopes", {}]] + [
     ["context::policy::list", {"surface": surface, **({"namespace": level} if level else {}),
                                **({"model_id": tag} if tag else {})}]
     for level in ("acme/proj-7", "acme", None)
-    for surface, tag in (("budget", None), ("budget", "gpt-a"), ("retention", None), ("settings", None),
-                         ("settings", "gpt-a"))]
+    for surface, tag in (("budget", None), ("budget", "gpt-a"), *((("budget", "gpt-b"),) if level == "acme" else ()),
+                         ("retention", None), ("settings", None), ("settings", "gpt-a"))]
 
 
 def show_policies(browser: Browser, value: dict[str, Any], answers: list[list[Any]]) -> None:
@@ -630,6 +643,10 @@ def resolution(browser: Browser) -> dict[str, Any]:
     })""")
 
 
+def namespaces_shown(browser: Browser) -> list[str]:
+    return browser.js("[...document.querySelectorAll('[data-policy-pick]')].map((b) => b.textContent)")
+
+
 def policy_status(browser: Browser) -> str:
     return browser.js("document.getElementById('context-manager-cfg-policy-status').textContent")
 
@@ -665,6 +682,8 @@ def test_the_policies_section_lists_each_levels_versions_and_the_resolution(brow
             ["budget", "untagged", "1", "budget:acme:1", "active", CREATED, '{"version":3,"headroom":0.2}', "Withdraw"],
             ["budget", "gpt-a", "1", "budget:acme:1:gpt-a", "active", CREATED, '{"version":3,"headroom":0.3}',
              "Withdraw"],
+            ["budget", "gpt-b", "1", "budget:acme:1:gpt-b", "inactive", CREATED, '{"version":3,"headroom":0.4}',
+             "Activate"],
         ],
         "org-global": [
             ["budget", "untagged", "1", "budget::1", "active", CREATED, '{"version":3,"headroom":0.1}', "Withdraw"],
@@ -672,6 +691,7 @@ def test_the_policies_section_lists_each_levels_versions_and_the_resolution(brow
         ],
     }
     assert policy_status(browser) == ""
+    assert namespaces_shown(browser) == ["acme", "acme/proj-7", "beta"]
     assert browser.js("window.__proposals") == []
     section = """(() => {
         const section = [...document.querySelectorAll('section')].find((s) => s.querySelector('h2').textContent === 'Policies')
@@ -729,7 +749,7 @@ def test_the_org_global_level_alone_and_a_malformed_namespace(browser: Browser) 
     type_into(browser, "policy-namespace", "")
     press(browser, "#context-manager-cfg-policy-show")
     browser.wait_for("document.querySelector('[data-policy-namespace]') !== null")
-    assert browser.js("window.__invocations") == [["context::policy::resolve", {}]] + [
+    assert browser.js("window.__invocations") == [["context::policy::resolve", {}], ["context::policy::scopes", {}]] + [
         ["context::policy::list", {"surface": s}] for s in ("budget", "retention", "settings")]
     # No canned resolve for the org-global level: its fault stands where the resolution would.
     assert browser.js("document.querySelector('[data-policy-resolve=\"fault\"]').textContent").startswith(
@@ -738,3 +758,37 @@ def test_the_org_global_level_alone_and_a_malformed_namespace(browser: Browser) 
         ["budget", "untagged", "1", "budget::1", "active", CREATED, '{"version":3,"headroom":0.1}', "Withdraw"],
         ["retention", "untagged", "1", "retention::1", "active", CREATED, '{"verbatim_turns":3}', "Withdraw"]]}
     assert policy_status(browser) == ""
+
+
+def test_a_namespace_with_policies_is_picked_from_the_list_with_every_model_tag(browser: Browser) -> None:
+    show_policies(browser, {}, POLICY_ANSWERS)
+    look_up(browser, "acme/proj-7", "gpt-a")
+    browser.js("window.__invocations = []")
+    press(browser, 'button[data-policy-pick="beta"]')
+    browser.wait_for("window.__invocations.length >= 8 && "
+                     "document.querySelector('[data-policy-namespace=\"beta\"]') !== null && "
+                     "!document.getElementById('context-manager-cfg-policy-show').disabled")
+    assert browser.js("document.getElementById('context-manager-cfg-policy-namespace').value") == "beta"
+    # The model typed stays; settings at beta are also listed for gpt-c, a tag the scopes name.
+    assert browser.js("window.__invocations") == [
+        ["context::policy::resolve", {"namespace": "beta", "model_id": "gpt-a"}], ["context::policy::scopes", {}],
+        *[["context::policy::list", {"surface": surface, **({"namespace": level} if level else {}),
+                                     **({"model_id": tag} if tag else {})}]
+          for level in ("beta", None)
+          for surface, tag in (("budget", None), ("budget", "gpt-a"), ("retention", None), ("settings", None),
+                               ("settings", "gpt-a"), *((("settings", "gpt-c"),) if level == "beta" else ()))]]
+
+
+def test_a_failing_scopes_list_is_shown_and_the_levels_are_listed_as_typed(browser: Browser) -> None:
+    answers = [a for a in POLICY_ANSWERS if a[0] != "context::policy::scopes"]
+    answers.append(["context::policy::scopes", {}, {"error": STORE_FAULT}])
+    show_policies(browser, {}, answers)
+    type_into(browser, "policy-namespace", "acme")
+    press(browser, "#context-manager-cfg-policy-show")
+    browser.wait_for("document.querySelector('[data-policy-namespaces]') !== null && "
+                     "!document.getElementById('context-manager-cfg-policy-show').disabled")
+    assert browser.js("document.querySelector('[data-policy-namespaces]').textContent") == (
+        STORE_FAULT["code"] + ": " + STORE_FAULT["message"])
+    assert [call[1] for call in browser.js("window.__invocations")[2:]] == [
+        {"surface": s, **({"namespace": level} if level else {})}
+        for level in ("acme", None) for s in ("budget", "retention", "settings")]

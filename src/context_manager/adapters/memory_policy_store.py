@@ -40,3 +40,6 @@ class MemoryPolicyStore:
             active[scope] = version
         self._active = active
         self._stamp += 1
+
+    async def scopes(self) -> dict[str, int]:
+        return dict(self._counters)

@@ -120,3 +120,11 @@ class StatePolicyStore:
         ops = [{"type": "merge", "path": "active", "value": {scope: version}},
                {"type": "increment", "path": "stamp", "by": 1}]
         await self._call("state::update", {"scope": SCOPE, "key": INDEX, "ops": ops}, check=_check_update)
+
+    async def scopes(self) -> dict[str, int]:
+        value = await self._call("state::get", {"scope": SCOPE, "key": COUNTERS})
+        if value is None:
+            return {}
+        if type(value) is not dict:
+            raise PolicyStoreError("state::get: the version counters are not a {scope key: number} object")
+        return {key: number for key, number in value.items() if type(number) is int and number > 0}

@@ -1,6 +1,6 @@
 """``context::policy::*``: publish, list, activate and withdraw versions of the ``budget``,
-``retention`` and ``settings`` policies, and resolve what a namespace and model are served with
-(docs/policies.md).
+``retention`` and ``settings`` policies, list the scopes that have versions, and resolve what a
+namespace and model are served with (docs/policies.md).
 
 With ``policy_write_token`` set, publish, activate and withdraw require ``token`` equal to it,
 compared in constant time; a wrong or missing one is ``context/unauthorized`` and nothing changes.
@@ -28,6 +28,7 @@ _MEMBERS = {
     "context::policy::activate": ("id", "token"),
     "context::policy::withdraw": ("model_id", "namespace", "surface", "token"),
     "context::policy::resolve": ("model_id", "namespace"),
+    "context::policy::scopes": (),
 }
 
 
@@ -37,8 +38,9 @@ def _request(payload: Any, function_id: str) -> dict[str, Any]:
     allowed = _MEMBERS[function_id]
     for key in sorted(payload):
         if key not in allowed:
-            raise invalid("request", f"unknown member `{key}`, expected one of "
-                                     + ", ".join(f"`{k}`" for k in allowed))
+            expected = ", ".join(f"`{k}`" for k in allowed)
+            raise invalid("request", f"unknown member `{key}`, expected "
+                                     + (f"one of {expected}" if allowed else "none"))
     return payload
 
 
@@ -79,6 +81,11 @@ async def list_versions(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
     request = _request(payload, "context::policy::list")
     scope = _scope(request)
     return await _room(ctx).versions(scope)
+
+
+async def scopes(payload: Any, ctx: HandlerContext) -> dict[str, Any]:
+    _request(payload, "context::policy::scopes")
+    return await _room(ctx).scopes()
 
 
 async def activate(payload: Any, ctx: HandlerContext) -> dict[str, Any]:

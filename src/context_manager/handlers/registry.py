@@ -25,4 +25,5 @@ FUNCTIONS: dict[str, Handler] = {
     "context::policy::activate": policy.activate,
     "context::policy::withdraw": policy.withdraw,
     "context::policy::resolve": policy.resolve,
+    "context::policy::scopes": policy.scopes,
 }

@@ -34,6 +34,7 @@ POLICY_FUNCTION_IDS = (
     "context::policy::activate",
     "context::policy::withdraw",
     "context::policy::resolve",
+    "context::policy::scopes",
 )
 
 # Optional request and response members beyond the 1.1.6 schemas, as (function id, JSON pointer).

@@ -675,33 +675,63 @@ export function PolicyView(props) {
   const [busy, setBusy] = useState(false)
 
   const load = async (ns, modelId) => {
-    const scopes = namespaceLevels(ns).flatMap((level) =>
-      SURFACES.flatMap((surface) => [
-        scopeRequest(surface, level, null),
-        ...(modelId !== null && TAGGED_SURFACES.has(surface) ? [scopeRequest(surface, level, modelId)] : []),
-      ]),
-    )
     const resolveRequest = {}
     if (ns !== null) resolveRequest.namespace = ns
     if (modelId !== null) resolveRequest.model_id = modelId
     setBusy(true)
-    const answers = await Promise.allSettled([
+    const [resolved, published] = await Promise.allSettled([
       invoke('context::policy::resolve', resolveRequest),
-      ...scopes.map((request) => invoke('context::policy::list', request)),
+      invoke('context::policy::scopes', {}),
     ])
+    // Every scope with versions: the namespaces to pick from, and each level's other model tags.
+    const known = published.status === 'fulfilled' && Array.isArray(published.value && published.value.scopes)
+      ? published.value.scopes : []
+    const otherTags = (surface, level) => [...new Set(known
+      .filter((s) => s.surface === surface && (s.namespace ?? null) === level && typeof s.model_id === 'string' && s.model_id !== modelId)
+      .map((s) => s.model_id))].sort()
+    const scopes = namespaceLevels(ns).flatMap((level) =>
+      SURFACES.flatMap((surface) => [
+        scopeRequest(surface, level, null),
+        ...(modelId !== null && TAGGED_SURFACES.has(surface) ? [scopeRequest(surface, level, modelId)] : []),
+        ...(TAGGED_SURFACES.has(surface) ? otherTags(surface, level).map((tag) => scopeRequest(surface, level, tag)) : []),
+      ]),
+    )
+    const lists = await Promise.allSettled(scopes.map((request) => invoke('context::policy::list', request)))
     setBusy(false)
-    const [resolved, ...lists] = answers
     setShown({
       namespace: ns,
       modelId,
       resolved: resolved.status === 'fulfilled' ? resolved.value : null,
       resolveFault: resolved.status === 'rejected' ? faultText(resolved.reason) : null,
+      namespaces: published.status === 'fulfilled' && Array.isArray(published.value && published.value.namespaces)
+        ? published.value.namespaces : [],
+      namespacesFault: published.status === 'rejected' ? faultText(published.reason) : null,
       scopes: scopes.map((request, i) =>
         lists[i].status === 'fulfilled'
           ? { request, versions: Array.isArray(lists[i].value && lists[i].value.versions) ? lists[i].value.versions : [] }
           : { request, fault: faultText(lists[i].reason) },
       ),
     })
+  }
+
+  const pick = (ns) => {
+    setNamespace(ns)
+    setStatus('')
+    load(ns, model.trim() === '' ? null : model.trim())
+  }
+
+  const namespaceList = () => {
+    if (shown.namespacesFault !== null) {
+      return h('p', { className: 'ctx-cfg-problem', 'data-policy-namespaces': 'fault' }, shown.namespacesFault)
+    }
+    return h(
+      'p',
+      { className: 'ctx-cfg-policy-namespaces', 'data-policy-namespaces': 'list' },
+      shown.namespaces.length === 0 ? 'No namespace has a policy.' : 'Namespaces with policies: ',
+      ...shown.namespaces.map((ns) =>
+        h('button', { key: ns, type: 'button', className: 'ctx-cfg-policy-action', disabled: busy,
+          'data-policy-pick': ns, onClick: () => pick(ns) }, ns)),
+    )
   }
 
   const show = () => {
@@ -842,7 +872,7 @@ export function PolicyView(props) {
         { className: 'ctx-cfg-policy-query' },
         field('namespace', 'Namespace', 'Empty: the org-global level only; acme/proj-7 also lists acme and org-global.',
           textInput('namespace', 'Namespace', namespace, setNamespace, { placeholder: 'org-global' })),
-        field('model', 'Model', 'A request\'s model.id: lists the versions tagged with it beside the untagged ones.',
+        field('model', 'Model', 'A request\'s model.id: what it resolves to. Every level lists its untagged versions and those of each model tag.',
           textInput('model', 'Model', model, setModel, { placeholder: 'untagged' })),
         field('token', 'Write token',
           props.tokenConfigured
@@ -852,6 +882,7 @@ export function PolicyView(props) {
         h('button', { type: 'button', id: `${POLICY_ID}-show`, className: 'ctx-cfg-policy-action', disabled: busy, onClick: show }, 'Show'),
       ),
       h('div', { id: `${POLICY_ID}-status`, className: 'ctx-cfg-policy-status', role: 'status' }, status),
+      shown === null ? null : namespaceList(),
       shown === null ? null : resolution(),
       shown === null ? null : h('div', { className: 'ctx-cfg-policy-levels' }, ...namespaceLevels(shown.namespace).map(levelBlock)),
     ),

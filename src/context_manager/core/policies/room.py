@@ -19,7 +19,13 @@ from typing import Any, Protocol
 from context_manager.core.policies.budget import budget_keys, check_budget
 from context_manager.core.policies.namespace import check_namespace, invalid
 from context_manager.core.policies.resolve import Selection, select
-from context_manager.core.policies.scopes import SURFACES, TAGGED_SURFACES, Scope, parse_version_id
+from context_manager.core.policies.scopes import (
+    SURFACES,
+    TAGGED_SURFACES,
+    Scope,
+    parse_scope_key,
+    parse_version_id,
+)
 from context_manager.core.retention_policy import RetentionPolicy
 from context_manager.core.settings import WorkerConfig
 from context_manager.ports import EMPTY_POLICY_INDEX, PolicyIndex, PolicyRecord, PolicyStore, PolicyStoreError
@@ -165,6 +171,23 @@ class PolicyRoom:
         return {"versions": [{"id": scope.version_id(r.version), "version": r.version,
                               "is_active": r.version == active, "created_at": r.created_at,
                               "document": r.document} for r in records]}
+
+    async def scopes(self) -> dict[str, Any]:
+        """Every scope a version was published to (``context::policy::scopes``): the namespaces
+        with a policy, and per scope its last version number and the active one (``null``:
+        withdrawn), ordered by namespace (org-global first), surface and model tag."""
+        try:
+            taken = await self.store.scopes()
+            active = (await self.store.index()).active
+        except PolicyStoreError as exc:
+            raise HandlerError(STORE_FAILED, f"policy store failed: {exc}") from None
+        found = [(scope, key) for key in taken if (scope := parse_scope_key(key)) is not None]
+        found.sort(key=lambda pair: (pair[0].namespace or "", pair[0].surface, pair[0].model_id or ""))
+        namespaces = sorted({scope.namespace for scope, _ in found if scope.namespace is not None})
+        return {"namespaces": namespaces,
+                "scopes": [{"surface": scope.surface, "namespace": scope.namespace, "model_id": scope.model_id,
+                            "latest_version": taken[key], "active_version": active.get(key)}
+                           for scope, key in found]}
 
     async def index(self) -> PolicyIndex:
         """The store's index, or the last one read when the store fails."""

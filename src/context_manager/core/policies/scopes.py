@@ -43,3 +43,13 @@ def parse_version_id(value: str) -> tuple[Scope, int] | None:
     if model == "" or (model is not None and parts[0] not in TAGGED_SURFACES):
         return None
     return Scope(parts[0], parts[1] or None, model), int(number)
+
+
+def parse_scope_key(key: str) -> Scope | None:
+    """The scope a store key names (``surface|namespace|model``), or ``None`` when it names none."""
+    parts = key.split("|", 2)
+    if len(parts) != 3 or parts[0] not in SURFACES:
+        return None
+    if parts[2] and parts[0] not in TAGGED_SURFACES:
+        return None
+    return Scope(parts[0], parts[1] or None, parts[2] or None)
