@@ -154,4 +154,5 @@ def test_call_help_lists_the_function_ids():
         "  context::policy::activate",
         "  context::policy::withdraw",
         "  context::policy::resolve",
+        "  context::policy::scopes",
     ]

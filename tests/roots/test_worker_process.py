@@ -123,6 +123,7 @@ def test_registrations_follow_the_boot_order(engine: TestEngine, worker: WorkerP
         ("registerfunction", "context::policy::activate"),
         ("registerfunction", "context::policy::withdraw"),
         ("registerfunction", "context::policy::resolve"),
+        ("registerfunction", "context::policy::scopes"),
     ]
     definitions = {d["id"]: d for d in function_definitions() + policy_function_definitions()}
     for frame in frames:
