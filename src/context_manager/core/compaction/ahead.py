@@ -190,7 +190,7 @@ def early_verdict(request: CompactionRequest) -> bool | None:
 
 async def compact_without_waiting(request: CompactionRequest, deps: InlineCompactionDeps,
                                   store: SessionStore | None,
-                                  early_due: bool | None = None) -> InlineCompaction | None:
+                                  early_due: bool | None) -> InlineCompaction | None:
     """The ready summary of the session when this history still extends its head, else the
     no-wait path; never calls the summariser.
 
@@ -198,14 +198,10 @@ async def compact_without_waiting(request: CompactionRequest, deps: InlineCompac
     when inline compaction would compact early now (``early_compaction_due``), so a summary
     ready sooner does not bring the rewrite forward; without one it does not compact: only a
     call over budget must reduce, and an early extractive summary would stand in for the
-    summary the job is making. ``early_due``: :func:`early_verdict` of ``request`` when the
-    caller has it.
+    summary the job is making. ``early_due`` is :func:`early_verdict` of ``request``.
     """
-    if request.early_headroom is not None:
-        if early_due is None:
-            early_due = early_compaction_due(request)
-        if not early_due:
-            return None
+    if request.early_headroom is not None and not early_due:
+        return None
     if store is not None:
         ready = await ready_compaction(request, store)
         if ready is not None:
@@ -217,19 +213,18 @@ async def compact_without_waiting(request: CompactionRequest, deps: InlineCompac
 
 
 def _no_wait_request(request: CompactionRequest) -> CompactionRequest:
-    """With ``eager_compaction_at``, the no-wait compaction over budget keeps the eager tail.
+    """The no-wait compaction over budget keeps the tail the job plans (:func:`ahead_tail_budget`):
+    with ``eager_compaction_at`` the eager one, else (nothing is free over budget) the full-window one.
 
-    It stands in for the early compaction whose summary is not ready yet (the summariser is
-    slower than the agent's steps since the job started): keeping the full-window tail, the
-    context after it would hold some 5,000 tokens more than inline compaction's, on every call
-    until the next compaction, and that compaction would come sooner. Measured on the real
-    sessions at 32k with a 120 s summariser (docs/benchmarks/latency.md): billed 1.08x the
-    inline profile's with the full tail, 1.01x with the eager one, for 3 points of recall.
+    It stands in for the compaction whose summary is not ready yet (the summariser is slower than
+    the agent's steps since the job started): keeping the full-window tail under
+    ``eager_compaction_at``, the context after it would hold some 5,000 tokens more than inline
+    compaction's, on every call until the next compaction, and that compaction would come
+    sooner. Measured on the real sessions at 32k with a 120 s summariser
+    (docs/benchmarks/latency.md): billed 1.08x the inline profile's with the full tail, 1.01x
+    with the eager one, for 3 points of recall.
     """
-    eager_at = request.config.eager_compaction_at
-    if eager_at is None:
-        return request
-    return replace(request, tail_budget=eager_tail_budget(request.usable, eager_at))
+    return replace(request, tail_budget=ahead_tail_budget(request))
 
 
 async def ready_compaction(request: CompactionRequest, store: SessionStore) -> InlineCompaction | None:

@@ -29,7 +29,8 @@ from context_manager.core.settings import WorkerConfig
 
 async def compaction_step(request: CompactionRequest, deps: AssembleDeps,
                           early_due: bool | None = None) -> InlineCompaction | None:
-    """Inline compaction; ``None`` means "not compacted this call" (also without a summariser)."""
+    """Inline compaction; ``None`` means "not compacted this call" (also without a summariser).
+    ``early_due``: with ``compact_ahead_at``, ``core.compaction.ahead.early_verdict`` of ``request``."""
     if request.config.compact_ahead_at is not None:
         # A summary computed ahead of time, else the no-wait path: the summariser is never
         # called on the call's own path (``core.compaction.ahead.compact_without_waiting``).
@@ -81,9 +82,8 @@ class Compaction:
         if not compaction_due(state.total(), call.budget.limit, call.config):
             return None
         request = compaction_request(state, call)
-        early_due = None
-        if call.config.compact_ahead_at is not None and call.config.eager_compaction_at is not None:
-            early_due = ahead.early_verdict(request)
+        # Only a call that still fits (``eager_compaction_at``) has a verdict.
+        early_due = ahead.early_verdict(request) if call.config.compact_ahead_at is not None else None
         outcome = await compaction_step(request, call.deps, early_due)
         if outcome is None:
             if early_due is not None and request.early_headroom is not None:
