@@ -31,10 +31,10 @@ def verdict(report: LoadReport, processes: int = 1) -> list[str]:
     if (report.threads_after, report.fds_after) != (report.threads_before, report.fds_before):
         problems.append("worker threads or descriptors changed")
     warm_at = min(report.total, max(1000, report.total // 10))
-    samples = [rss for done, rss in report.rss_kib if done >= warm_at]
     # Each serving process fills its own caches the first time a payload reaches it.
-    if samples and max(samples) - samples[0] > RSS_GROWTH_LIMIT_KIB * processes:
-        problems.append(f"RSS grew by {max(samples) - samples[0]} KiB after {warm_at} calls")
+    growth = report.rss_growth_kib(warm_at)
+    if growth > RSS_GROWTH_LIMIT_KIB * processes:
+        problems.append(f"RSS peak rose by {growth} KiB in the later half of the run")
     return problems
 
 

@@ -100,6 +100,15 @@ class LoadReport:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def rss_growth_kib(self, warm_at: int) -> int:
+        """How far the peak RSS of the later half of the run rose above the peak between
+        `warm_at` and the midpoint. Samples are taken with the concurrent calls in flight, so one
+        sample swings by several MiB either way; a leak shows as a later peak above an earlier one."""
+        middle = (warm_at + self.total) // 2
+        early = [rss for done, rss in self.rss_kib if warm_at <= done <= middle]
+        late = [rss for done, rss in self.rss_kib if done > middle]
+        return max(late) - max(early) if early and late else 0
+
 
 def _threads(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
