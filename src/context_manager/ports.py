@@ -174,8 +174,23 @@ class SummarizerEmpty(SummarizeError):
 
 
 @dataclass(frozen=True, slots=True)
+class SummarizerConversation:
+    """The same request as the conversation the model last read (``summarizer_request:
+    conversation``): its system prompt, its tools and the messages of the head, then one user
+    message of ``instructions``. A transport that sends messages (the router) sends this form,
+    so the provider reads the head from its prompt cache."""
+
+    system_prompt: str
+    messages: tuple[dict[str, Any], ...]
+    tools: tuple[dict[str, Any], ...]
+    instructions: str
+
+
+@dataclass(frozen=True, slots=True)
 class SummarizeRequest:
-    """One summariser call: a system prompt and one user message carrying a fragment."""
+    """One summariser call: a system prompt and one user message carrying a fragment; with
+    ``conversation``, the same head also as the conversation it came from (a summariser that only
+    reads text uses the rendered form)."""
 
     system_prompt: str
     user_prompt: str
@@ -183,6 +198,7 @@ class SummarizeRequest:
     provider: str | None = None
     # The request's whole model input (id, provider, limits), for summarisers that want it.
     model_input: dict[str, Any] | None = None
+    conversation: SummarizerConversation | None = None
 
 
 class SummaryReply(str):

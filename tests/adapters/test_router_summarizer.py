@@ -14,6 +14,7 @@ from context_manager.adapters.router_summarizer import RouterSummarizer, binary_
 from context_manager.engine.client import Backoff, EngineClient, invoke_callable, worker_metadata
 from context_manager.ports import (
     InvokeError,
+    SummarizerConversation,
     SummarizerEmpty,
     SummarizeRequest,
     SummarizerFailed,
@@ -88,6 +89,31 @@ async def test_summary_streams_through_the_channel(engine: TestEngine, router: F
     }
     created = [data for fid, data in engine.calls if fid == "engine::channels::create"]
     assert created == [{"buffer_size": None}]
+
+
+async def test_a_request_in_conversation_form_sends_that_conversation_then_the_instructions(
+        engine: TestEngine, router: FakeRouter) -> None:
+    head = ({"role": "user", "content": [{"type": "text", "text": "fix the parser"}], "timestamp": 1},
+            {"role": "assistant", "content": [{"type": "text", "text": "reading it"}], "stop_reason": "end",
+             "model": "test-model", "provider": "fake", "timestamp": 2})
+    tool = {"name": "read_file", "description": "Read a file", "parameters": {"type": "object"}}
+    request = SummarizeRequest(
+        "Summarise the conversation.", "Please summarise the test run.", "test-model", "fake",
+        conversation=SummarizerConversation("You are a coder.", head, (tool,), "Summarise the above."))
+    with anyio.fail_after(10):
+        async with summarizer(engine) as s:
+            assert await s.summarize(request) == "Summary: all tests pass."
+    [call] = router.chat_calls
+    call.pop("writer_ref")
+    # The rendered form is not sent: the router gets the conversation as the model read it.
+    assert call == {
+        "model": "test-model",
+        "provider": "fake",
+        "system_prompt": "You are a coder.",
+        "messages": [*head, {"role": "user", "content": [{"type": "text", "text": "Summarise the above."}],
+                             "timestamp": NOW}],
+        "tools": [tool],
+    }
 
 
 async def test_provider_is_left_out_when_unknown(engine: TestEngine, router: FakeRouter) -> None:

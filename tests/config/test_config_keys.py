@@ -100,14 +100,16 @@ def test_the_table_follows_the_record():
     assert tuple(KEY_DECODERS) == WorkerConfig.key_names()
     assert PROFILE_KEYS == {"faithful": {}, "recommended": {
         "summary_check": "append", "summarizer_fallback": "extractive", "working_set": True,
-        "overflow_fallback": "drop_oldest", "summary_reuse": True, "eager_compaction_at": 0.8}}
+        "overflow_fallback": "drop_oldest", "summary_reuse": True, "eager_compaction_at": 0.8,
+        "summarizer_request": "conversation"}}
 
 
 def test_a_profile_summary_comes_from_the_places_of_its_keys():
     assert CONFIG_KEYS.summary("faithful") == ""
     assert CONFIG_KEYS.summary("recommended") == (
         'summary_check: "append", summarizer_fallback: "extractive", working_set: true, '
-        'overflow_fallback: "drop_oldest", summary_reuse: true, eager_compaction_at: 0.8')
+        'overflow_fallback: "drop_oldest", summary_reuse: true, eager_compaction_at: 0.8, '
+        'summarizer_request: "conversation"')
     assert CONFIG_KEYS.expand("implies {implied:recommended}.") == (
         "implies " + CONFIG_KEYS.summary("recommended") + ".")
 
@@ -118,7 +120,7 @@ def test_places_with_a_gap_are_refused():
         extra: int = declare(1, U64, section=Section.RUNTIME, description="d", example="e",
                              implied=(Implied("recommended", 2, place=9),))
 
-    with pytest.raises(ValueError, match=r"the keys profile 'recommended' implies are not placed 1\.\.7"):
+    with pytest.raises(ValueError, match=r"the keys profile 'recommended' implies are not placed 1\.\.8"):
         KeyTable(Gapped)
 
 
@@ -140,7 +142,7 @@ class ExtendedConfig(WorkerConfig):
         4096, USIZE, section=Section.RUNTIME,
         description="Tokens a summary may take.",
         example="Tokens a summary may take, at most;\n0 lets the summariser decide.",
-        implied=(Implied("recommended", 2048, place=7),),
+        implied=(Implied("recommended", 2048, place=8),),
     )
 
 
@@ -158,7 +160,7 @@ def test_the_parser_accepts_and_checks_the_added_key(codec):
     with pytest.raises(ConfigError) as err:
         codec.parse_value({"nope": 1})
     assert str(err.value).endswith(
-        "`max_history_tokens`, `plan_functions`, `policy_write_token`, `summarizer_model`, `compaction_instructions`, `summary_budget_tokens`")
+        "`max_history_tokens`, `plan_functions`, `policy_write_token`, `summarizer_model`, `compaction_instructions`, `summarizer_request`, `summary_budget_tokens`")
     assert "summary_budget_tokens" not in codec.string_keys
 
 
@@ -179,7 +181,7 @@ def test_the_schema_lists_the_added_key(codec):
         "type": "integer"}
     assert schema["example"]["summary_budget_tokens"] == 4096
     assert schema["properties"]["profile"]["description"].endswith(
-        "eager_compaction_at: 0.8, summary_budget_tokens: 2048.")
+        "eager_compaction_at: 0.8, summarizer_request: \"conversation\", summary_budget_tokens: 2048.")
     # The worker's own schema is untouched by another table.
     assert "summary_budget_tokens" not in config_schema()["properties"]
 
@@ -200,7 +202,7 @@ def test_the_example_file_shows_the_added_key_in_its_section(codec):
             "# --- Additions beyond the 1.1.6 configuration ---\n") in text
     # The profile's summary, wrapped at 100 columns.
     assert ('#   overflow_fallback: "drop_oldest", summary_reuse: true, eager_compaction_at: 0.8,\n'
-            "#   summary_budget_tokens: 2048\n"
+            '#   summarizer_request: "conversation", summary_budget_tokens: 2048\n'
             "profile: faithful\n") in text
     assert codec.parse_value(yaml.load(text, Loader=Yaml12Loader)) == ExtendedConfig()
 
@@ -215,7 +217,8 @@ def test_the_console_data_has_the_added_key(codec):
             "    placeholder: '4096',\n"
             "    help: 'Tokens a summary may take.',\n"
             "  },\n") in block
-    assert "    eager_compaction_at: 0.8,\n    summary_budget_tokens: 2048,\n  },\n" in block
+    assert ("    eager_compaction_at: 0.8,\n    summarizer_request: 'conversation',\n"
+            "    summary_budget_tokens: 2048,\n  },\n") in block
     assert "summary_budget_tokens" not in console_block()
 
 

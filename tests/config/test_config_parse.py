@@ -46,7 +46,8 @@ EXTENSION_DEFAULTS = {"estimator": "heuristic", "overflow_fallback": "error", "u
                       "max_history_tokens": None,
                       "plan_functions": ["TodoWrite", "update_plan", "write_todos", "task_tracker", "todo_write"],
                       "policy_write_token": None,
-                      "summarizer_model": None, "compaction_instructions": None}
+                      "summarizer_model": None, "compaction_instructions": None,
+                      "summarizer_request": "rendered"}
 
 U64_KEYS = ["reserved_tokens_cap", "reserved_pct", "protect_recent_tokens", "min_free_tokens",
             "max_result_tokens", "lease_ttl_secs", "summarizer_timeout_ms"]
@@ -339,7 +340,7 @@ def test_eager_compaction_at_is_null_or_a_fraction():
 
 RECOMMENDED = {"summary_check": "append", "summarizer_fallback": "extractive", "working_set": True,
                "overflow_fallback": "drop_oldest", "summary_reuse": True,
-               "eager_compaction_at": 0.8}
+               "eager_compaction_at": 0.8, "summarizer_request": "conversation"}
 
 
 def test_the_recommended_profile_implies_its_keys():

@@ -59,6 +59,7 @@ EXPECTED = """{
     "session_ttl_secs": 3600,
     "summarizer_fallback": "none",
     "summarizer_model": null,
+    "summarizer_request": "rendered",
     "summarizer_timeout_ms": 320000,
     "summary_check": "off",
     "summary_placement": "system_prompt",
@@ -80,6 +81,7 @@ EXPECTED = """{
       "eager_compaction_at": 0.8,
       "overflow_fallback": "drop_oldest",
       "summarizer_fallback": "extractive",
+      "summarizer_request": "conversation",
       "summary_check": "append",
       "summary_reuse": true,
       "working_set": true

@@ -41,7 +41,7 @@ EXTENSION_KEYS = ["overflow_fallback", "estimator", "user_less_compaction",
                   "eager_compaction_at", "retention", "count_calibration", "lease_store",
                   "session_store", "session_ttl_secs", "profile", "max_history_tokens",
                   "plan_functions", "policy_write_token", "summarizer_model", "compaction_instructions",
-                  "compact_ahead_at"]
+                  "summarizer_request", "compact_ahead_at"]
 UNKNOWN_TEXT = (
     "handler error: UNKNOWN_UI_ASSET: 'context-manager/nope.js' is not one of this worker's ui "
     "assets (expected one of: context-manager/page.js, context-manager/styles.css)"
@@ -203,7 +203,7 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
         ("Task retention", ["anchor_messages", "summary_check", "summarizer_fallback", "working_set",
                             "plan_functions"]),
         ("Cache-aware reduction", ["report_prefix", "reduce_to", "eager_compaction_at", "compact_ahead_at", "summary_reuse",
-                                   "summary_placement"]),
+                                   "summary_placement", "summarizer_request"]),
         ("Retention policy", ["retention"]),
         ("Other settings", ["policy_write_token", "summarizer_model", "compaction_instructions"]),
     ]
@@ -237,7 +237,8 @@ def test_form_sections_fields_and_defaults(tmp_path, node_available):
     assert switches == {"allow_fallback_limits": True, "overflow_fallback": False, "estimator": False,
                         "user_less_compaction": True, "summary_check": False, "summarizer_fallback": False,
                         "working_set": False, "report_prefix": False, "summary_reuse": False, "summary_placement": False,
-                        "count_calibration": False, "lease_store": False, "session_store": False}
+                        "count_calibration": False, "lease_store": False, "session_store": False,
+                        "summarizer_request": False}
     assert result["alert"] is None
     assert result["proposals"] == []
 
@@ -280,6 +281,8 @@ def test_form_editing_rules(tmp_path, node_available):
         {"value": {}, "edit": {"key": "summary_reuse", "checked": True}},
         {"value": {}, "edit": {"key": "summary_placement", "checked": True}},
         {"value": {"summary_placement": "message"}, "edit": {"key": "summary_placement", "checked": False}},
+        {"value": {}, "edit": {"key": "summarizer_request", "checked": True}},
+        {"value": {"summarizer_request": "conversation"}, "edit": {"key": "summarizer_request", "checked": False}},
         {"value": {}, "edit": {"key": "eager_compaction_at", "raw": "0.8"}},
         {"value": {"eager_compaction_at": 0.8}, "edit": {"key": "eager_compaction_at", "raw": ""}},
         {"value": {}, "edit": {"key": "lease_store", "checked": True}},
@@ -323,6 +326,8 @@ def test_form_editing_rules(tmp_path, node_available):
         [{"summary_reuse": True}],
         [{"summary_placement": "message"}],
         [{"summary_placement": "system_prompt"}],
+        [{"summarizer_request": "conversation"}],
+        [{"summarizer_request": "rendered"}],
         [{"eager_compaction_at": 0.8}],
         [{}],
         [{"lease_store": "state"}],

@@ -74,6 +74,7 @@ SWITCHES = {
     "count_calibration": ("usage", "off"),
     "lease_store": ("state", "file"),
     "session_store": ("state", "memory"),
+    "summarizer_request": ("conversation", "rendered"),
 }
 # Fractions of the usable budget in (0, 1]; an empty field drops the key (eager_compaction_at: null).
 FRACTION_KEYS = ["reduce_to", "eager_compaction_at", "compact_ahead_at"]

@@ -112,16 +112,22 @@ def chat_payload(writer: ChannelRef, request: SummarizeRequest, timestamp_ms: in
     payload: dict[str, Any] = {"writer_ref": writer.to_dict(), "model": request.model}
     if request.provider is not None:
         payload["provider"] = request.provider
+    conversation = request.conversation
+    if conversation is not None:
+        # The conversation as the model last read it, then the instructions: the provider reads
+        # everything before them from its prompt cache.
+        payload["system_prompt"] = conversation.system_prompt
+        payload["messages"] = [*conversation.messages, _user_text(conversation.instructions, timestamp_ms)]
+        payload["tools"] = list(conversation.tools)
+        return payload
     payload["system_prompt"] = request.system_prompt
-    payload["messages"] = [
-        {
-            "role": "user",
-            "content": [{"type": "text", "text": request.user_prompt}],
-            "timestamp": timestamp_ms,
-        }
-    ]
+    payload["messages"] = [_user_text(request.user_prompt, timestamp_ms)]
     payload["tools"] = []
     return payload
+
+
+def _user_text(text: str, timestamp_ms: int) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp_ms}
 
 
 def router_usage(reply: Any) -> tuple[int, int] | None:

@@ -38,6 +38,7 @@ EstimatorName = Literal["heuristic", "auto", "router"]
 SummaryCheck = Literal["off", "append"]
 SummarizerFallback = Literal["none", "extractive"]
 SummaryPlacement = Literal["system_prompt", "message"]
+SummarizerRequestForm = Literal["rendered", "conversation"]
 CountCalibration = Literal["off", "usage"]
 LeaseStoreName = Literal["file", "state"]
 SessionStoreName = Literal["memory", "state"]
@@ -500,6 +501,24 @@ class WorkerConfig:
             "Standing instructions added to every summariser prompt (inline compaction included);\n"
             "context::compact's options.instructions are added after them. null: none."
         ),
+    )
+    summarizer_request: SummarizerRequestForm = declare(
+        "rendered", choice(SummarizerRequestForm), section=Section.PRUNING,
+        description=(
+            'How compaction in context::assemble asks the router for a summary: "rendered" sends '
+            'the head as text in one or more bounded requests; "conversation" sends, when it fits '
+            "one request on the session's model, the context as the model last read it (system "
+            "prompt, tools, the head's messages) with the instructions after it, so the provider "
+            "reads the head from its prompt cache."
+        ),
+        example=(
+            'How compaction in context::assemble asks the router for a summary: "rendered" sends the head as\n'
+            'text, in as many bounded requests as it needs; "conversation" sends the context as the model last\n'
+            "read it (system prompt, tools, the head's messages) and the instructions after it, so the provider\n"
+            "reads the head from its prompt cache; it applies when that fits one request on the session's model\n"
+            '(not with summarizer_model set to another model), else the head goes "rendered".'
+        ),
+        implied=(Implied("recommended", "conversation", place=7),),
     )
 
     def to_dict(self) -> dict[str, Any]:

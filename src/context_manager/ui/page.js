@@ -23,6 +23,7 @@ const PROFILES = {
     overflow_fallback: 'drop_oldest',
     summary_reuse: true,
     eager_compaction_at: 0.8,
+    summarizer_request: 'conversation',
   },
 }
 
@@ -257,7 +258,7 @@ const KEYS = {
     kind: 'choice',
     fallback: 'faithful',
     choices: ['faithful', 'recommended'],
-    help: 'A named set of defaults for the keys a configuration leaves out; an explicit value always wins. "faithful" implies nothing (the original\'s behaviour). "recommended" implies summary_check: "append", summarizer_fallback: "extractive", working_set: true, overflow_fallback: "drop_oldest", summary_reuse: true, eager_compaction_at: 0.8.',
+    help: 'A named set of defaults for the keys a configuration leaves out; an explicit value always wins. "faithful" implies nothing (the original\'s behaviour). "recommended" implies summary_check: "append", summarizer_fallback: "extractive", working_set: true, overflow_fallback: "drop_oldest", summary_reuse: true, eager_compaction_at: 0.8, summarizer_request: "conversation".',
   },
   max_history_tokens: {
     key: 'max_history_tokens',
@@ -290,6 +291,13 @@ const KEYS = {
     kind: 'text',
     fallback: null,
     help: 'Standing instructions added to every summariser prompt, inline compaction in context::assemble included; context::compact\'s options.instructions are added after them. null: the prompts are unchanged.',
+  },
+  summarizer_request: {
+    key: 'summarizer_request',
+    kind: 'choice',
+    fallback: 'rendered',
+    choices: ['rendered', 'conversation'],
+    help: 'How compaction in context::assemble asks the router for a summary: "rendered" sends the head as text in one or more bounded requests; "conversation" sends, when it fits one request on the session\'s model, the context as the model last read it (system prompt, tools, the head\'s messages) with the instructions after it, so the provider reads the head from its prompt cache.',
   },
 }
 
@@ -564,6 +572,8 @@ const CACHE_SWITCHES = [
   choiceField('report_prefix', 'Report where the prefix changes', 'off', true, false),
   choiceField('summary_reuse', 'Reuse summaries across calls', 'off', true, false),
   choiceField('summary_placement', 'Send the summary as a message', 'off (system prompt)', 'message', 'system_prompt'),
+  choiceField('summarizer_request', 'Ask for summaries inside the cached conversation', 'off (rendered)',
+    'conversation', 'rendered'),
 ]
 
 // The keys the sections below lay out; any other declared key gets a row in "Other settings".

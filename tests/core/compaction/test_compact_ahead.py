@@ -488,3 +488,17 @@ def test_a_summariser_model_that_cannot_be_resolved_costs_the_job_only(caplog: p
     assert world.summarizer.calls == 0 and world.record(session(7)) is None
     assert "summary ahead of time not made: context/model_unresolved" in caplog.text
     assert world.leases.records == {}  # the lease is released
+
+
+def test_with_summarizer_request_conversation_the_job_asks_inside_the_context_it_returned() -> None:
+    world = World({**AHEAD, "summarizer_request": "conversation"})
+    body = payload(session(7))
+    returned = world.result(body)
+    world.runner.run_all()
+    [request] = world.summarizer.requests
+    conversation = request.conversation
+    assert conversation is not None
+    # The context the call returned, up to the planned head (the record's 13 messages).
+    assert (conversation.system_prompt, list(conversation.messages)) == (
+        returned["system_prompt"], returned["messages"][:13])
+    assert world.record(body["messages"]).head_len == 13

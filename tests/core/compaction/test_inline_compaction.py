@@ -76,6 +76,8 @@ class _Request:
     chunk_budget: int | None = None
     tail_budget: int | None = None
     history_ceiling: int | None = None
+    summarizer_tokens: int = 0
+    conversation: Any = None
 
 
 @dataclass

@@ -361,6 +361,7 @@ async def run_job(job: AheadJob) -> bool:
                 log=job.log,
                 chunk_budget=request.chunk_budget,
                 target=target,
+                conversation=request.conversation,
             )
         except SummarizeError as exc:
             job.log.warning("summary ahead of time not made: %s", exc)

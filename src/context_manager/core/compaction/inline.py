@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from context_manager.core.budget import eager_tail_budget, preserve_recent
 from context_manager.core.compaction import lease
 from context_manager.core.compaction.carry_cost import early_compaction_saves, growth_per_round
+from context_manager.core.compaction.conversation import ConversationContext
 from context_manager.core.compaction.produce import produce_summary
 from context_manager.core.compaction.selection import select, stepped_head
 from context_manager.core.compaction.summarizer_model import SummarizerTarget, cost_report, summarizer_target
@@ -61,6 +62,11 @@ class CompactionRequest:
     * ``history_ceiling``: ``max_history_tokens`` when it is below the window's usable budget
       (``usable`` is then the ceiling): an early compaction pays by the cache reads it saves
       (``core.compaction.carry_cost``); ``None``: no ceiling decides this call.
+    * ``summarizer_tokens``: under a history ceiling, what the summariser call of an early
+      compaction costs beyond its head (``carry_cost.summarizer_call_tokens``); 0 when no
+      summariser writes the summary (the extractive fallback).
+    * ``conversation``: with ``summarizer_request: conversation``, what precedes the head in the
+      context as this call would return it (``core.compaction.conversation``); ``None``: rendered.
     """
 
     view: list[Message]
@@ -81,6 +87,8 @@ class CompactionRequest:
     chunk_budget: int | None = None
     tail_budget: int | None = None
     history_ceiling: int | None = None
+    summarizer_tokens: int = 0
+    conversation: ConversationContext | None = None
 
 
 class InlineCompactionDeps(Protocol):
@@ -206,7 +214,8 @@ def _early_compaction_pays(request: CompactionRequest, head_len: int, headroom: 
     if request.history_ceiling is not None:
         growth = growth_per_round(request.view, request.sizes)
         if growth is not None:
-            return early_compaction_saves(request.sizes, head_len, headroom, request.usable, growth)
+            return early_compaction_saves(request.sizes, head_len, headroom, request.usable, growth,
+                                          request.summarizer_tokens)
     full_head = _head_len(request, preserve_recent(request.usable, None))
     removed_now = sum(request.sizes[:head_len])
     removed_later = sum(request.sizes[:full_head])
@@ -237,6 +246,7 @@ async def _compact_view(
             log=log,
             chunk_budget=request.chunk_budget,
             target=target,
+            conversation=request.conversation,
         )
     except SummarizeError as exc:
         log.warning("compaction skipped: %s", exc)

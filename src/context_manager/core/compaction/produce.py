@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_manager.core.budget import summary_budget
+from context_manager.core.compaction.conversation import ConversationContext
 from context_manager.core.compaction.extractive import extractive_summary
 from context_manager.core.compaction.instructions import combined
 from context_manager.core.compaction.retention_check import check_summary
@@ -59,14 +60,19 @@ async def produce_summary(
     log: logging.Logger,
     chunk_budget: int | None = None,
     target: SummarizerTarget | None = None,
+    conversation: ConversationContext | None = None,
 ) -> ProducedSummary:
     """Raises :class:`SummarizeError` only without the extractive fallback; every count is taken
     with ``estimator`` (the calling function's). ``input_budget`` sizes the summary and, unless
     ``chunk_budget`` is given, each summariser request. ``target`` (``summarizer_model``) names
     the model the requests go to, their budget and the tally of their cost. The configuration's
-    ``compaction_instructions`` come before ``instructions``."""
+    ``compaction_instructions`` come before ``instructions``. ``conversation``: the context the
+    head came from (``summarizer_request: conversation``), used only when the summariser is the
+    session's model, whose prompt cache holds it."""
     instructions = combined(config.compaction_instructions, instructions)
     if target is not None:
+        if (target.model.id, target.model.provider) != (model.id, model.provider):
+            conversation = None
         model = target.model
         chunk_budget = target.chunk_budget if target.chunk_budget is not None else chunk_budget
     extractive_on = config.summarizer_fallback == EXTRACTIVE
@@ -82,6 +88,7 @@ async def produce_summary(
             summarizer, model, head, input_budget if chunk_budget is None else chunk_budget,
             previous_summary=previous_summary, instructions=instructions, estimator=estimator,
             config=config, log=log, tally=target.tally if target is not None else None,
+            conversation=conversation,
         )
     except SummarizeError as exc:
         if not extractive_on:

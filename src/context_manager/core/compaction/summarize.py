@@ -13,6 +13,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from context_manager.core.compaction.conversation import (
+    ConversationContext,
+    conversation_form,
+    conversation_instructions,
+)
 from context_manager.core.compaction.prompts import (
     FRAGMENT_NOTE,
     build_system_prompt,
@@ -26,6 +31,7 @@ from context_manager.ports import (
     Estimator,
     SummarizeError,
     Summarizer,
+    SummarizerConversation,
     SummarizerEmpty,
     SummarizeRequest,
     SummarizerFailed,
@@ -123,27 +129,54 @@ async def summarize_head(
     config: WorkerConfig,
     log: logging.Logger | None = None,
     tally: SummarizerTally | None = None,
+    conversation: ConversationContext | None = None,
 ) -> str:
     """Summarise ``head`` within ``input_budget`` tokens per request (03 §3.1), every request
     counted with ``estimator`` (the calling function's, so both count alike).
 
     Returns the last reply unmodified. Raises :class:`SummarizeError`; never anything else.
     ``tally`` records every reply: the router's usage when the reply carries one, else the
-    request's estimate and the reply's.
+    request's estimate and the reply's. ``conversation`` (``summarizer_request: conversation``):
+    when the whole head fits one request both rendered and as that conversation, the request
+    carries both forms (``core.compaction.conversation``).
     """
     log = log or logging.getLogger("context_manager.summarize")
     prompt = render_user_prompt(strip_media(head, config.max_output_chars)).encode("utf-8")
     # The pre-flight needs no waiting, so it is reported as itself even with a zero deadline.
     preflight_chunk_bound(estimator, len(prompt), input_budget, instructions)
+    whole = None
+    if conversation is not None:
+        whole = _one_request_conversation(conversation, head, prompt, input_budget, previous_summary,
+                                          instructions, estimator)
     deadline_ms = pipeline_deadline_ms(config)
     try:
         async with asyncio.timeout(deadline_ms / 1000):
             return await _chunk_loop(
                 summarizer, model, estimator, prompt, input_budget,
-                previous_summary, instructions, log, tally,
+                previous_summary, instructions, log, tally, whole,
             )
     except TimeoutError:
         raise SummarizerFailed("summary pipeline exceeded its time budget") from None
+
+
+def _one_request_conversation(
+    context: ConversationContext,
+    head: Sequence[dict[str, Any]],
+    prompt: bytes,
+    input_budget: int,
+    previous_summary: str | None,
+    instructions: str | None,
+    estimator: Estimator,
+) -> tuple[SummarizerConversation, int] | None:
+    """The head as its conversation and that request's estimate, when the rendered head needs no
+    second request and the conversation also fits ``input_budget``; else ``None``."""
+    rendered = request_tokens(estimator, build_system_prompt(previous_summary, instructions), prompt.decode("utf-8"))
+    if rendered > input_budget:
+        return None
+    text = conversation_instructions(previous_summary, instructions)
+    tokens = (context.fixed_tokens + sum(estimator.message(message) for message in head)
+              + estimator.message(user_message(text)) + REQUEST_OVERHEAD_TOKENS)
+    return (conversation_form(context, head, text), tokens) if tokens <= input_budget else None
 
 
 async def _chunk_loop(
@@ -156,6 +189,7 @@ async def _chunk_loop(
     instructions: str | None,
     log: logging.Logger,
     tally: SummarizerTally | None = None,
+    whole: tuple[SummarizerConversation, int] | None = None,
 ) -> str:
     remaining = prompt
     summary: str | None = None
@@ -176,13 +210,15 @@ async def _chunk_loop(
             "summarising fragment %d of model %s: %d bytes, %d estimated tokens",
             chunk + 1, model.id, end, request_tokens(estimator, system_prompt, fragment),
         )
+        # With ``whole`` the first request is the only one: the rendered head fits it.
+        conversation, estimate = (whole if whole is not None and chunk == 0
+                                  else (None, request_tokens(estimator, system_prompt, fragment)))
         reply = await _call(
             summarizer,
-            SummarizeRequest(system_prompt, fragment, model.id, model.provider, model.to_dict()),
+            SummarizeRequest(system_prompt, fragment, model.id, model.provider, model.to_dict(), conversation),
         )
         if tally is not None:
-            tally.record(reply_usage(reply), request_tokens(estimator, system_prompt, fragment),
-                         estimator.text(reply))
+            tally.record(reply_usage(reply), estimate, estimator.text(reply))
         reply = str(reply)  # the text alone from here on (a ``SummaryReply`` also carries usage)
         if not trim(reply):
             raise SummarizerEmpty()
