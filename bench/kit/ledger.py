@@ -10,8 +10,10 @@ The ledger is the one cost model of every suite that prices what was sent (``ben
   (same system prompt, then the same leading messages; a changed system prompt caches nothing);
   a **prefix rewrite** is a sent call that does not extend the previous one;
 * the **summariser input** is the tokens of its requests, of which **summariser cached** is the
-  part a peer's summary request shares with the previous sent context (0 for the worker: each
-  head it summarises is new), and the **summariser output** the tokens of its replies;
+  part a summary request shares with the previous sent context: a peer's that continues the
+  conversation, the worker's in conversation form (``summarizer_request: conversation``,
+  ``bench.kit.summariser.RecordingSummarizer``); a rendered request shares nothing. The
+  **summariser output** is the tokens of its replies;
 * **input** = sent + summariser input; **cached input** = cached + summariser cached.
 
 The billing formula, in uncached-token equivalents (1 = one input token at the full price)::

@@ -15,9 +15,11 @@ compaction, as the README's round trip asks. A ``tail_only`` mode is the agent h
 deployment instead: it knows nothing of an anchor, and after a compaction sends only its messages
 from the compaction's ``tail_start_index`` onward, with the summary as ``previous_summary`` and
 the session's name as ``lease_key``. One worker per replay (``bench.kit.summariser``'s recorded
-summariser when the mode has one, no lease store, a fresh session store): remembered compactions
-never cross sessions or modes. Every sent call is counted in a :class:`~bench.kit.ledger.Ledger`
-against the previous sent context; an ``observer`` sees every call as it was sent and answered.
+summariser, as the worker's summariser port, when the mode has one; no lease store, a fresh
+session store): remembered compactions never cross sessions or modes. Every sent call is counted
+in a :class:`~bench.kit.ledger.Ledger` against the previous sent context, and so is every
+summariser request in conversation form; an ``observer`` sees every call as it was sent and
+answered.
 
 **The harness turn loop** (:class:`HarnessLoop`: ``bench.replay``'s harness table and
 ``tests/roots/harness_loop.py``).
@@ -75,11 +77,10 @@ from typing import Any
 
 import anyio
 
-from bench.kit.ledger import Ledger
+from bench.kit.ledger import Ledger, cached_prefix_tokens
 from bench.kit.modes import MAX_OUTPUT_TOKENS, Mode
 from bench.kit.sessions import Session
 from bench.kit.summariser import RecordingSummarizer
-from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import parse_config_value
@@ -122,7 +123,9 @@ def worker_context(config: dict[str, Any], summarizer: RecordingSummarizer | Non
     store, message memo and calibration ledger (what a worker process starts with)."""
     return HandlerContext(
         config=parse_config_value(config),
-        summarizer=CallableSummarizer(summarizer) if summarizer is not None else None,
+        # The recorder is the summariser port itself, as the router is to a worker on the engine:
+        # it sees a request's conversation form (``summarizer_request: conversation``).
+        summarizer=summarizer,
         lease_store=None,  # one caller, one history: nothing to coordinate
         tokenizers=PACKAGED_TOKENIZERS,
         log=log if log is not None else quiet_logger("bench.kit.worker"),
@@ -188,6 +191,13 @@ async def _round_trip(session: Session, mode: Mode, ctx: HandlerContext, recorde
                 observer(session, Call(index, sent_messages, previous_summary, None, len(anchor)))
             continue
         made = list(recorder.calls[mark:]) if recorder is not None else []
+        if recorder is not None:
+            # What a summariser request in conversation form repeats of the last context sent.
+            for request in range(mark, len(recorder.calls)):
+                conversation = recorder.conversations[request]
+                if conversation is not None:
+                    ledger.summarizer_cached += min(cached_prefix_tokens(previous_sent, conversation),
+                                                    recorder.inputs[request])
         if observer is not None:
             observer(session, Call(index, sent_messages, previous_summary, response, len(anchor), made))
         sent = (response["system_prompt"], response["messages"])

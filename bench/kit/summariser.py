@@ -27,6 +27,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.kit.ledger import Sent, count
+from context_manager.ports import SummarizeRequest
+
 _SECTION = re.compile(r"^\[(user|assistant|function_result|custom)\]$", re.MULTILINE)
 _TOOL_CALL = re.compile(r"^\[tool_call\] (\S+) (.*)$", re.MULTILINE)
 _FIELD = re.compile(r"^- (generation|messages folded): (\d+)$", re.MULTILINE)
@@ -101,16 +104,45 @@ def summarize(system_prompt: str, user_prompt: str, model: dict[str, Any] | None
 @dataclass
 class RecordingSummarizer:
     """:func:`summarize` plus a log of every (anchor, reply) pair, in call order, and the
-    heuristic tokens (bytes / 4) of each request (system and user prompt) and reply."""
+    heuristic tokens (bytes / 4) of each request (system and user prompt) and reply.
+
+    Called as a function it is a library caller's summariser (text only). As the worker's
+    summariser port (:meth:`summarize`) it is what a transport that sends messages receives: a
+    request that carries the conversation it summarises (``summarizer_request: conversation``)
+    is counted in that form (its system prompt, its messages and the closing instruction
+    message, :func:`bench.kit.ledger.count`) and its prefix kept in ``conversations`` so the
+    ledger can price what it repeats of the previous sent context; the stand-in model still
+    reads the rendered form of the same request, which holds the same head."""
 
     calls: list[tuple[str | None, str]] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    # Per request, in call order: its input tokens and, when it came as a conversation, the
+    # (system prompt, messages) it sent ahead of its instruction.
+    inputs: list[int] = field(default_factory=list)
+    conversations: list[Sent | None] = field(default_factory=list)
 
     def __call__(self, system_prompt: str, user_prompt: str, model: dict[str, Any]) -> str:
+        tokens = (len(system_prompt.encode()) + len(user_prompt.encode())) // 4
+        return self._answer(system_prompt, user_prompt, model, tokens, None)
+
+    async def summarize(self, request: SummarizeRequest) -> str:
+        model = dict(request.model_input or {"id": request.model})
+        conversation = request.conversation
+        if conversation is None:
+            return self(request.system_prompt, request.user_prompt, model)
+        instruction = {"role": "user", "content": [{"type": "text", "text": conversation.instructions}]}
+        sent: Sent = (conversation.system_prompt, list(conversation.messages))
+        tokens = count(conversation.system_prompt, [*conversation.messages, instruction])
+        return self._answer(request.system_prompt, request.user_prompt, model, tokens, sent)
+
+    def _answer(self, system_prompt: str, user_prompt: str, model: dict[str, Any], input_tokens: int,
+                conversation: Sent | None) -> str:
         reply = summarize(system_prompt, user_prompt, model)
         self.calls.append((previous_summary(system_prompt), reply))
-        self.input_tokens += (len(system_prompt.encode()) + len(user_prompt.encode())) // 4
+        self.inputs.append(input_tokens)
+        self.conversations.append(conversation)
+        self.input_tokens += input_tokens
         self.output_tokens += len(reply.encode()) // 4
         return reply
 

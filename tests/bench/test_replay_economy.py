@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from helpers import assistant, user
 
-from bench.kit.ledger import Ledger, cached_prefix_tokens
+from bench.kit.ledger import Ledger, cached_prefix_tokens, count
+from bench.kit.loop import round_trip
+from bench.kit.modes import Mode
+from bench.kit.summariser import RecordingSummarizer, summarize
 from bench.replay.__main__ import main
 from bench.replay.replay import MODES_BY_NAME, ReplayStats, replay, shipped_sessions
 from bench.replay.tables import economy_rows
 from context_manager.core.counting.estimate import HEURISTIC
+from context_manager.ports import SummarizerConversation, SummarizeRequest
 
 
 def test_the_cached_prefix_is_the_prompt_and_the_leading_equal_messages():
@@ -75,3 +80,36 @@ def test_message_placement_keeps_the_system_prompt_through_every_compaction():
     assert default.prompt_changed_at_compaction == default.compacted
     assert placed.prompt_changed_at_compaction == 0
     assert placed.overflows == 0
+
+
+def test_the_recorder_bills_a_conversation_request_on_its_own_form():
+    head = (user("fix the parser " + "x" * 400), assistant("reading it"))
+    conversation = SummarizerConversation("You are a coder.", head, (), "Summarise the above.")
+    request = SummarizeRequest("Write a fresh anchored summary.", "[user]\nfix the parser", "m",
+                               conversation=conversation)
+    recorder = RecordingSummarizer()
+    reply = anyio.run(recorder.summarize, request)
+    # the stand-in reads the rendered form; the bill is the conversation's
+    assert reply == summarize("Write a fresh anchored summary.", "[user]\nfix the parser", None)
+    instruction = {"role": "user", "content": [{"type": "text", "text": "Summarise the above."}]}
+    assert recorder.inputs == [count("You are a coder.", [*head, instruction])]
+    assert recorder.conversations == [("You are a coder.", list(head))]
+    assert recorder.input_tokens == recorder.inputs[0]
+    # a rendered request through the port is billed as the function form bills it
+    anyio.run(recorder.summarize, SummarizeRequest("sys" * 4, "user" * 10, "m"))
+    assert (recorder.inputs[1], recorder.conversations[1]) == ((12 + 40) // 4, None)
+
+
+def test_a_round_trip_in_conversation_form_reads_the_head_from_the_previous_context():
+    session = shipped_sessions()[0]
+    rendered = round_trip(session, Mode("r", True, {"profile": "recommended", "summarizer_request": "rendered"}),
+                          32_000)
+    conversation = round_trip(session, Mode("c", True, {"profile": "recommended"}), 32_000)
+    # the same contexts sent; only the summariser's requests change form
+    assert (conversation.calls, conversation.sent, conversation.cached, conversation.summarizer_calls) == (
+        rendered.calls, rendered.sent, rendered.cached, rendered.summarizer_calls)
+    # rendered: the head as text, outputs cut, nothing cached; as the conversation: the head's
+    # messages whole, most of them read from the context sent before
+    assert (rendered.summarizer_calls, rendered.summarizer_input, rendered.summarizer_cached) == (7, 42144, 0)
+    assert (conversation.summarizer_input, conversation.summarizer_cached) == (88286, 72533)
+    assert round(rendered.billed_automatic) == 308981 and round(conversation.billed_automatic) == 289843
