@@ -29,8 +29,11 @@ Modes:
   the same turn, so their summariser calls add to the turn's wait, and what it appends is sent and
   billed); the model is resolved through a router stand-in that answers every model with
   ``--window`` / ``--max-output``. One worker per session and mode: the kit's deterministic
-  summariser (``bench.kit.summariser.RecordingSummarizer``), no lease store, a fresh session
-  store, message memo and ledger of sent contexts. The summariser the worker calls is awaited on
+  summariser (``bench.kit.summariser.RecordingSummarizer``, as the worker's summariser port: a
+  request in conversation form is billed on that form, its prefix cached against the context sent
+  last before it, the previous call's for a call's own request and the starting call's for a
+  job's), no lease store, a fresh session store, message memo and ledger of sent contexts. The
+  summariser the worker calls is awaited on
   the call's own event loop; a summariser call made while ``context::assemble`` runs for the turn
   (the caller is waiting for the answer) is a call **in the call**; any other (a job the worker
   runs off the call, on another thread or after answering) is **off the turn** and waits for

@@ -5,22 +5,22 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bench.kit.ledger import Ledger, Sent, count
+from bench.kit.ledger import Ledger, Sent, cached_prefix_tokens, count
 from bench.kit.loop import GuidanceHook, HarnessLoop, InProcess, SessionRun, Step, patch_orphaned_calls
 from bench.kit.sessions import Session
 from bench.kit.summariser import RecordingSummarizer
 from bench.latency.jobs import DelayedSessions, SimulatedClock, SimulatedJobs
-from context_manager.adapters.callable_summarizer import CallableSummarizer
 from context_manager.adapters.memory_session_store import MemorySessionStore
 from context_manager.adapters.tokenizer_source import PACKAGED_TOKENIZERS
 from context_manager.config.parse import ConfigError, parse_config_value
 from context_manager.core.counting.calibration import SentLedger
 from context_manager.core.memo import MessageMemo
 from context_manager.handlers.context import HandlerContext
-from context_manager.ports import ModelBudget, RouterModel
+from context_manager.ports import ModelBudget, RouterModel, SummarizeRequest
 
 # True while the harness waits for a context::assemble answer (the caller's own context: an
 # asyncio task started inside the call copies it, a thread started by the worker does not).
@@ -62,20 +62,25 @@ class FixedLimits:
 
 
 class MeteredSummarizer:
-    """The kit's deterministic summariser, awaited on the caller's event loop, counting each call
-    as in the call (:data:`IN_CALL`) or off the turn."""
+    """The kit's deterministic summariser as the worker's summariser port, awaited on the caller's
+    event loop, counting each call as in the call (:data:`IN_CALL`) or off the turn, and noting
+    for each how many steps had been counted when it was made (``steps_done``), so a request in
+    conversation form is priced against the context sent last before it."""
 
     def __init__(self) -> None:
         self.recorder = RecordingSummarizer()
         self.in_call = 0
         self.off_turn = 0
+        self.steps_done: Callable[[], int] = lambda: 0
+        self.made_after: list[int] = []  # per request: the steps counted when it was made
 
-    async def __call__(self, system_prompt: str, user_prompt: str, model: dict[str, Any]) -> str:
+    async def summarize(self, request: SummarizeRequest) -> str:
         if IN_CALL.get():
             self.in_call += 1
         else:
             self.off_turn += 1
-        return self.recorder(system_prompt, user_prompt, model)
+        self.made_after.append(self.steps_done())
+        return await self.recorder.summarize(request)
 
 
 @dataclass(frozen=True)
@@ -212,7 +217,7 @@ def replay_worker(session: Session, config: dict[str, Any], window: int, max_out
     ctx = HandlerContext(
         config=parse_config_value(config),
         resolver=FixedLimits(window, max_output),
-        summarizer=CallableSummarizer(summarizer),
+        summarizer=summarizer,
         lease_store=None,  # one harness per session: nothing to coordinate
         tokenizers=PACKAGED_TOKENIZERS,
         log=_quiet(),
@@ -237,6 +242,8 @@ def replay_worker(session: Session, config: dict[str, Any], window: int, max_out
             IN_CALL.reset(mark)
 
     replay = Replay(session)
+    # A call's own summariser requests come before it is counted, the jobs it starts after.
+    summarizer.steps_done = lambda: len(replay.indexes)
     _MeteredLoop(trigger, session, summarizer, replay, hook, ahead).run()
     ledger, previous = replay.ledger, None
     for call, (sent, answer_tokens) in enumerate(zip(replay.sent, replay.tokens)):
@@ -250,6 +257,13 @@ def replay_worker(session: Session, config: dict[str, Any], window: int, max_out
                                      rewrite=ledger.rewrites > rewrites)
         previous = sent
     recorder = summarizer.recorder
+    for request, conversation in enumerate(recorder.conversations):
+        if conversation is not None:
+            # The context sent last before the request: the previous call's for a call's own
+            # request, the starting call's for a job's.
+            done = summarizer.made_after[request]
+            last = replay.sent[done - 1] if done > 0 else None
+            ledger.summarizer_cached += min(cached_prefix_tokens(last, conversation), recorder.inputs[request])
     ledger.summarizer_calls += len(recorder.calls)
     ledger.summarizer_input += recorder.input_tokens
     ledger.summarizer_output += recorder.output_tokens

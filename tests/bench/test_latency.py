@@ -18,7 +18,7 @@ from bench.latency.jobs import DelayedSessions, SimulatedClock, SimulatedJobs
 from bench.latency.run import NOT_SUPPORTED, Row, cells, measure
 from bench.latency.worker import IN_CALL, RECOMMENDED, WORKER_MODES, MeteredSummarizer, WorkerMode, supported
 from context_manager.adapters.memory_session_store import MemorySessionStore
-from context_manager.ports import RememberedCompaction
+from context_manager.ports import RememberedCompaction, SummarizeRequest
 
 TS = 1_764_460_800_000
 
@@ -73,16 +73,21 @@ def test_a_call_waits_latency_times_its_summariser_calls() -> None:
 def test_summariser_calls_are_in_the_call_only_while_the_harness_waits() -> None:
     summarizer = MeteredSummarizer()
 
+    request = SummarizeRequest("system", "Conversation:\n[user]\nhello", "m")
+    steps = iter([3, 4])
+    summarizer.steps_done = lambda: next(steps)
+
     async def twice() -> None:
-        await summarizer("system", "Conversation:\n[user]\nhello", {"id": "m"})
+        await summarizer.summarize(request)
         token = IN_CALL.set(True)
         try:
-            await summarizer("system", "Conversation:\n[user]\nhello", {"id": "m"})
+            await summarizer.summarize(request)
         finally:
             IN_CALL.reset(token)
 
     anyio.run(twice)
     assert (summarizer.in_call, summarizer.off_turn, len(summarizer.recorder.calls)) == (1, 1, 2)
+    assert summarizer.made_after == [3, 4]
 
 
 def test_a_key_the_worker_refuses_is_a_row_not_an_error(small: Session) -> None:
@@ -103,8 +108,8 @@ def test_exact_rows_on_a_small_generated_session(small: Session) -> None:
                 round(row.ledger.billed_automatic, 1), row.ledger.rewrites, row.in_call, row.off_turn)
 
     worker = "worker: recommended (inline)"
-    assert facts(rows[worker, 5.0]) == (52, 7, 35.0, 5.0, 0, 12, 45, 113861.3, 7, 7, 0)
-    assert facts(rows[worker, 120.0]) == (52, 7, 840.0, 120.0, 0, 12, 45, 113861.3, 7, 7, 0)
+    assert facts(rows[worker, 5.0]) == (52, 7, 35.0, 5.0, 0, 12, 45, 101792.4, 7, 7, 0)
+    assert facts(rows[worker, 120.0]) == (52, 7, 840.0, 120.0, 0, 12, 45, 101792.4, 7, 7, 0)
     assert facts(rows["Claude Code", 120.0]) == (52, 4, 480.0, 120.0, 0, 1, 45, 107235.3, 4, 4, 0)
     assert facts(rows["raw history", 120.0]) == (52, 0, 0.0, 0.0, 41, 0, 45, 19305.4, 0, 0, 0)
     # the session's own times between model calls: the same agent time in every mode
@@ -115,7 +120,7 @@ def test_the_kit_hook_in_the_turn_loop_is_sent_and_billed(small: Session) -> Non
     row = measure([small], 16_000, 2_000, [30.0], modes=[WORKER_MODES[0]], hook=GuidanceHook())[0]
     assert (len(row.clock.calls), row.clock.waited, row.clock.total_wait, row.ledger.overflows,
             row.ledger.recall_found, round(row.ledger.billed_automatic, 1), row.ledger.rewrites,
-            row.in_call) == (52, 7, 210.0, 0, 19, 125427.7, 21, 7)
+            row.in_call) == (52, 7, 210.0, 0, 19, 113571.9, 21, 7)
     assert [c.index for c in row.clock.calls if c.wait] == [21, 39, 52, 71, 86, 88, 112]
 
 
