@@ -44,6 +44,7 @@ WORKER_MODES: tuple[Mode, ...] = (
     Mode("worker: recommended less working set", True, {**RECOMMENDED, "working_set": False}),
     Mode("worker: recommended plus reduce_to 0.6", True, {**RECOMMENDED, "reduce_to": 0.6}),
     Mode("worker: recommended less eager", True, {**RECOMMENDED, "eager_compaction_at": None}),
+    Mode("worker: recommended less conversation", True, {**RECOMMENDED, "summarizer_request": "rendered"}),
     Mode("worker: recommended without summariser less extractive", False,
          {**RECOMMENDED, "summarizer_fallback": "none"}),
     Mode("worker: recommended without summariser less drop_oldest", False,
