@@ -519,7 +519,7 @@ CONFIG_KEYS: dict[str, str] = {
     "session_store": "choice", "session_ttl_secs": "positive count", "profile": "choice",
     "max_history_tokens": "positive count or null", "plan_functions": "names",
     "policy_write_token": "string or null", "summarizer_model": "model or null",
-    "compaction_instructions": "string or null"
+    "compaction_instructions": "string or null", "summarizer_request": "choice"
 }
 
 
