@@ -28,8 +28,9 @@ from bench.league.table import Row  # noqa: E402
 PEER, WORKER = "#d9730d", "#1f5fa8"
 
 # Offsets (points) tried in turn for a label, nearest first.
-_OFFSETS = [(dx * r, dy * r) for r in (7, 16, 28, 42, 58, 90, 130) for dx, dy in
-            ((1, 0.3), (-1, 0.3), (1, -1), (-1, -1), (0.2, 1), (0.2, -1.6), (1, 1), (-1, 1), (1, -0.5))]
+_OFFSETS = [(dx * r, dy * r) for r in (7, 16, 28, 42, 58, 90, 130, 180) for dx, dy in
+            ((1, 0.3), (-1, 0.3), (1, -1), (-1, -1), (0.2, 1), (0.2, -1.6), (1, 1), (-1, 1), (1, -0.5),
+             (-0.2, -1.6), (-1, -0.5), (0.6, -1.6))]
 
 
 def _annotate(axis, text: str, x: float, y: float, offset: tuple[float, float], colour: str, *,
@@ -41,16 +42,27 @@ def _annotate(axis, text: str, x: float, y: float, offset: tuple[float, float], 
                          if leader else None)
 
 
+def _text_box(note, renderer):
+    """The label's own box: an annotation's extent also spans its leader line, which would make
+    every label clash with the markers beside its point."""
+    note.update_positions(renderer)
+    return matplotlib.text.Text.get_window_extent(note, renderer)
+
+
+# A label of several names (points that coincide) hangs below and right of its point, top-aligned,
+# as far out as it must go to leave its neighbours room.
+_LIST_OFFSETS = [(dx, dy) for dx in (60, 120, 200, 280) for dy in (-45, -10, -90)]
+
+
 def _label(axis, figure, x: float, y: float, text: str, colour: str, placed: list) -> None:
     renderer = figure.canvas.get_renderer()
-    if text.count("\n") > 1:  # a label of several names: below and right of its point, top-aligned
-        placed.append(_annotate(axis, text, x, y, (60, -45), colour, va="top").get_window_extent(renderer))
-        return
+    listed = text.count("\n") > 1
+    va = "top" if listed else "center"
     panel = axis.get_window_extent(renderer)
     best = None
-    for dx, dy in _OFFSETS:
-        note = _annotate(axis, text, x, y, (dx, dy), colour, leader=abs(dx) > 10 or abs(dy) > 10)
-        box = note.get_window_extent(renderer).expanded(1.02, 1.15)
+    for dx, dy in _LIST_OFFSETS if listed else _OFFSETS:
+        note = _annotate(axis, text, x, y, (dx, dy), colour, va=va, leader=listed or abs(dx) > 10 or abs(dy) > 10)
+        box = _text_box(note, renderer).expanded(1.02, 1.15)
         inside = panel.contains(box.x0, box.y0) and panel.contains(box.x1, box.y1)
         clashes = sum(box.overlaps(other) for other in placed) + (0 if inside else 5)
         if clashes == 0:
@@ -60,7 +72,7 @@ def _label(axis, figure, x: float, y: float, text: str, colour: str, placed: lis
             best = (clashes, dx, dy)
         note.remove()
     assert best is not None
-    placed.append(_annotate(axis, text, x, y, best[1:], colour).get_window_extent(renderer))
+    placed.append(_text_box(_annotate(axis, text, x, y, best[1:], colour, va=va), renderer))
 
 
 def draw(rows: list[Row], path: Path) -> None:
