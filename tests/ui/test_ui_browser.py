@@ -525,7 +525,8 @@ def test_choosing_the_recommended_profile_shows_what_it_implies(browser: Browser
     show(browser, {"profile": "recommended"})
     shown = controls(browser)
     implied = {key for key in SWITCHES if key in PROFILE_KEYS["recommended"]}
-    assert implied == {"summary_check", "summarizer_fallback", "working_set", "overflow_fallback", "summary_reuse"}
+    assert implied == {"summary_check", "summarizer_fallback", "working_set", "overflow_fallback", "summary_reuse",
+                       "summarizer_request"}
     assert {key: shown[key] for key in SWITCHES} == {key: key in implied or getattr(DEFAULT_CONFIG, key) == SWITCHES[key][0]
                                                      for key in SWITCHES}
     placeholders = browser.js("""Object.fromEntries([...document.querySelectorAll('input[type=number]')]
