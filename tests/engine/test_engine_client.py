@@ -64,6 +64,10 @@ async def test_metadata_is_sent_after_the_registrations(engine: TestEngine) -> N
         async with running(engine) as client:
             await client.register_function("toy::echo", echo)
             await wait_functions(engine, "toy::echo")
+            # The metadata frame follows the registrations: the engine may hold the functions a
+            # moment before it holds the worker's name.
+            while "name" not in engine.workers()[0]:
+                await anyio.sleep(0.01)
             [worker] = engine.workers()
             assert worker["name"] == "toy"
             assert worker["runtime"] == "python"
