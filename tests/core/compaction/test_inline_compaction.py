@@ -76,7 +76,7 @@ class _Request:
     chunk_budget: int | None = None
     tail_budget: int | None = None
     history_ceiling: int | None = None
-    summarizer_tokens: int = 0
+    summarized: bool = False
     conversation: Any = None
 
 

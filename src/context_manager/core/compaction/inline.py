@@ -16,7 +16,11 @@ from typing import Any, Protocol
 
 from context_manager.core.budget import eager_tail_budget, preserve_recent
 from context_manager.core.compaction import lease
-from context_manager.core.compaction.carry_cost import early_compaction_saves, growth_per_round
+from context_manager.core.compaction.carry_cost import (
+    early_compaction_saves,
+    growth_per_round,
+    summarizer_call_tokens,
+)
 from context_manager.core.compaction.conversation import ConversationContext
 from context_manager.core.compaction.produce import produce_summary
 from context_manager.core.compaction.selection import select, stepped_head
@@ -62,9 +66,9 @@ class CompactionRequest:
     * ``history_ceiling``: ``max_history_tokens`` when it is below the window's usable budget
       (``usable`` is then the ceiling): an early compaction pays by the cache reads it saves
       (``core.compaction.carry_cost``); ``None``: no ceiling decides this call.
-    * ``summarizer_tokens``: under a history ceiling, what the summariser call of an early
-      compaction costs beyond its head (``carry_cost.summarizer_call_tokens``); 0 when no
-      summariser writes the summary (the extractive fallback).
+    * ``summarized``: a summariser writes the summary (under a history ceiling an early
+      compaction is then also weighed against that call, ``carry_cost.summarizer_call_tokens``);
+      ``False``: the extractive fallback does.
     * ``conversation``: with ``summarizer_request: conversation``, what precedes the head in the
       context as this call would return it (``core.compaction.conversation``); ``None``: rendered.
     """
@@ -87,7 +91,7 @@ class CompactionRequest:
     chunk_budget: int | None = None
     tail_budget: int | None = None
     history_ceiling: int | None = None
-    summarizer_tokens: int = 0
+    summarized: bool = False
     conversation: ConversationContext | None = None
 
 
@@ -214,8 +218,9 @@ def _early_compaction_pays(request: CompactionRequest, head_len: int, headroom: 
     if request.history_ceiling is not None:
         growth = growth_per_round(request.view, request.sizes)
         if growth is not None:
-            return early_compaction_saves(request.sizes, head_len, headroom, request.usable, growth,
-                                          request.summarizer_tokens)
+            call = (summarizer_call_tokens(request.estimator, request.usable, request.config.compaction_instructions)
+                    if request.summarized else 0)
+            return early_compaction_saves(request.sizes, head_len, headroom, request.usable, growth, call)
     full_head = _head_len(request, preserve_recent(request.usable, None))
     removed_now = sum(request.sizes[:head_len])
     removed_later = sum(request.sizes[:full_head])

@@ -22,7 +22,6 @@ from context_manager.core.assembly.prepare import Call
 from context_manager.core.assembly.report import CompactionReport
 from context_manager.core.assembly.request import AssembleDeps
 from context_manager.core.compaction import ahead
-from context_manager.core.compaction.carry_cost import summarizer_call_tokens
 from context_manager.core.compaction.conversation import ConversationContext
 from context_manager.core.compaction.inline import CompactionRequest, InlineCompaction, try_compact
 from context_manager.core.counting.history_ceiling import summarizer_window_budget
@@ -52,10 +51,6 @@ def compaction_request(state: WorkingContext, call: Call) -> CompactionRequest:
     request, config, budget = call.request, call.config, call.budget
     options = request.options
     usable = budget.limit
-    ceiling = call.ceiling if call.ceiling is not None and call.ceiling < call.window_usable else None
-    summarizer_tokens = 0
-    if ceiling is not None and call.deps.summarizer is not None:
-        summarizer_tokens = summarizer_call_tokens(call.estimator, usable, config.compaction_instructions)
     return CompactionRequest(
         view=list(state.view),
         sizes=list(state.sizes),
@@ -76,8 +71,8 @@ def compaction_request(state: WorkingContext, call: Call) -> CompactionRequest:
         # The history ceiling leaves the summariser's requests the window's budget.
         chunk_budget=None if call.ceiling is None else summarizer_window_budget(
             call.window_usable, budget.calibration, state.overhead_tokens, budget.guarded),
-        history_ceiling=ceiling,
-        summarizer_tokens=summarizer_tokens,
+        history_ceiling=call.ceiling if call.ceiling is not None and call.ceiling < call.window_usable else None,
+        summarized=call.deps.summarizer is not None,
         conversation=_conversation(state, call),
     )
 
